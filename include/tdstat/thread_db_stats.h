@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdstat's addition to <thread_db.h>: the 64-bit statistics call.
+ *
+ * td_ta_get_stats() reports averages as int fractions over the window; this
+ * call gives the raw integrals in nanoseconds, so a tool can compute the
+ * averages over any interval from two snapshots without resetting the
+ * target: for snapshots a and b of the same window (equal window_start_ns),
+ * the average number of RUNNABLE threads over [a, b] is
+ * (b.runnable_ns - a.runnable_ns) / (b.window_ns - a.window_ns).
+ *
+ * Everything else libc_db offers is declared by the system's <thread_db.h>,
+ * with glibc's exact prototypes.
+ */
+#ifndef TDSTAT_THREAD_DB_STATS_H
+#define TDSTAT_THREAD_DB_STATS_H
+
+#include <stdint.h>
+#include <thread_db.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Filled by td_ta_get_stats_ns().  The caller sets `size` to
+ * sizeof(td_ta_stats_ns_t) first; the library fills at most that many bytes
+ * and sets `size` to the number it filled, so the struct can grow.
+ */
+typedef struct td_ta_stats_ns {
+	uint32_t size;
+	uint32_t enabled;          /* 1 while gathering is on */
+	int32_t nthreads;          /* threads alive now, overflow included */
+	int32_t r_concurrency;     /* last pthread_setconcurrency value */
+	uint32_t overflow_threads; /* alive threads the shim had no record for */
+	uint32_t abi_minor;        /* of the shim in the target */
+	uint64_t window_start_ns;  /* CLOCK_MONOTONIC start of the window */
+	uint64_t window_ns;        /* |W|: to now, or to the disable */
+	uint64_t lwps_ns;          /* integral of tracked threads over W */
+	uint64_t runnable_ns;      /* integral of RUNNABLE threads over W */
+	uint64_t idle_ns;          /* lwps_ns - runnable_ns */
+	uint64_t cpu_ns;           /* process CPU time used during W */
+	uint64_t running_ns;       /* min(cpu_ns, runnable_ns) */
+	uint64_t snapshot_ns;      /* CLOCK_MONOTONIC when the snapshot was taken */
+} td_ta_stats_ns_t;
+
+/* Errors as td_ta_get_stats(); TD_ERR also when stats->size is smaller
+ * than the first version of this struct (everything up to snapshot_ns). */
+extern td_err_e td_ta_get_stats_ns(const td_thragent_t *__ta, td_ta_stats_ns_t *__stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TDSTAT_THREAD_DB_STATS_H */

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libtdshim internals.  Everything here is hidden; the only exported names
+ * are the wrappers themselves and the region symbol.
+ *
+ * Threading model: each tracked thread owns one record of the region and
+ * is its only writer.  Claiming and releasing records go through a
+ * lock-free stack (runtime/slots.c).  Nothing here takes a lock, allocates
+ * memory or makes a syscall other than clock_gettime on a state change.
+ */
+#ifndef TDSHIM_SHIM_H
+#define TDSHIM_SHIM_H
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <urcu/arch.h>
+#include <urcu/compiler.h>
+#include <urcu/system.h>
+#include <urcu/uatomic.h>
+
+#include "tdstat/region.h"
+
+#define TDSHIM_EXPORT __attribute__((visibility("default")))
+#define TDSHIM_TLS __attribute__((tls_model("initial-exec")))
+
+extern struct tdstat_region tdstat_region;
+
+/* Per-thread state, in static TLS (no allocation, async-signal-safe). */
+struct tdshim_thread {
+	struct tdstat_record *record; /* NULL: not tracked (yet, or overflow) */
+	pid_t tid;                    /* gettid(), 0 until known */
+	unsigned int wait_depth;      /* nested interposed waits (signal handlers) */
+	bool overflow;                /* counted in status.overflow_live */
+	bool exited;                  /* tracking ended: never adopt again */
+};
+extern __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
+
+/* Real functions, resolved once (runtime/real.c). */
+#define TDSHIM_REAL_FUNCTION(ret, name, params, version) extern ret(*tdshim_real_##name) params;
+#include "real.def"
+#undef TDSHIM_REAL_FUNCTION
+
+/* glibc's _FORTIFY_SOURCE entry points, which programs built with it call
+ * instead of read, recv, recvfrom, poll and ppoll.  <*.h> declare them only
+ * inside fortify wrappers. */
+ssize_t __read_chk(int fd, void *buffer, size_t size, size_t buffer_size);
+ssize_t __recv_chk(int fd, void *buffer, size_t size, size_t buffer_size, int flags);
+ssize_t __recvfrom_chk(int fd, void *buffer, size_t size, size_t buffer_size, int flags,
+		       struct sockaddr *from, socklen_t *from_size);
+int __poll_chk(struct pollfd *fds, nfds_t count, int timeout_ms, size_t fds_size);
+int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
+		const sigset_t *mask, size_t fds_size);
+
+/* Ensures the shim is initialised: real functions resolved, the main
+ * thread tracked.  Cheap after the first call. */
+void tdshim_init(void);
+extern int tdshim_initialised;
+static inline void tdshim_ensure_init(void)
+{
+	if (caa_unlikely(!CMM_LOAD_SHARED(tdshim_initialised)))
+		tdshim_init();
+}
+
+/* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
+uint64_t tdshim_now_ns(void);
+
+/* The single state-change routine: closes the open interval of the
+ * record's current state and opens one in `new_state`.  Only the owner
+ * calls it.  Reads the clock only when the closed interval can matter to a
+ * window. */
+void tdshim_record_set_state(struct tdstat_record *record, uint32_t new_state);
+void tdshim_record_set_owner(struct tdstat_record *record, pid_t tid, bool new_claim);
+void tdshim_record_abandon(struct tdstat_record *record);
+
+/* Record slots (runtime/slots.c). */
+struct tdstat_record *tdshim_slot_claim(void);
+void tdshim_slot_release(struct tdstat_record *record);
+void tdshim_slots_reset_after_fork(void);
+
+/* Thread lifecycle (runtime/thread.c). */
+void tdshim_thread_adopt(void);
+void tdshim_thread_key_init(void);
+pid_t tdshim_cached_tid(void);
+
+/*
+ * A wait scope marks the calling thread BLOCKED from its start to its end.
+ * The end runs on every way out of the scope, including the unwinding of
+ * a cancellation or pthread_exit inside the wait (the shim is compiled with
+ * -fexceptions, so the cleanup attribute runs during forced unwinding).
+ *
+ * Nesting (a signal handler that waits while its thread already waits)
+ * changes nothing: only the outermost scope writes the record.
+ */
+struct tdshim_wait_scope {
+	char unused;
+};
+void tdshim_wait_begin(void);
+void tdshim_wait_end(struct tdshim_wait_scope *scope);
+
+#define TDSHIM_WAIT_SCOPE()                                                                \
+	struct tdshim_wait_scope tdshim_scope_ __attribute__((cleanup(tdshim_wait_end))) = { 0 }; \
+	tdshim_wait_begin()
+
+/* The real function, or the caller's "not available" answer when the C
+ * library lacks it (an older glibc): pthread-style calls return the error,
+ * the others set errno and return -1. */
+#define TDSHIM_REQUIRE_PTHREAD(name)                      \
+	do {                                              \
+		tdshim_ensure_init();                     \
+		if (caa_unlikely(!tdshim_real_##name))    \
+			return ENOSYS;                    \
+	} while (0)
+#define TDSHIM_REQUIRE_LIBC(name)                         \
+	do {                                              \
+		tdshim_ensure_init();                     \
+		if (caa_unlikely(!tdshim_real_##name)) {  \
+			errno = ENOSYS;                   \
+			return -1;                        \
+		}                                         \
+	} while (0)
+
+/* The clocks glibc's timed waits accept; with any other the real call
+ * fails with EINVAL before looking at the object, so no try may come
+ * first. */
+static inline bool tdshim_clock_supported(clockid_t clock)
+{
+	return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
+}
+
+/* glibc's rwlock and semaphore timed waits reject a bad clock or a bad
+ * tv_nsec before looking at the object; such calls go straight to it. */
+static inline bool tdshim_abstime_valid(clockid_t clock, const struct timespec *abstime)
+{
+	return tdshim_clock_supported(clock) && abstime && abstime->tv_nsec >= 0 &&
+	       abstime->tv_nsec < 1000000000L;
+}
+
+/* errno around a try: a try that fails must not leave its errno behind
+ * when the real call then succeeds. */
+#define TDSHIM_SAVE_ERRNO() int tdshim_saved_errno_ = errno
+#define TDSHIM_RESTORE_ERRNO() (errno = tdshim_saved_errno_)
+
+#endif /* TDSHIM_SHIM_H */

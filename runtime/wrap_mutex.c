@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Mutex locks.
+ *
+ * The default mutex (PTHREAD_MUTEX_NORMAL/TIMED_NP, private, no elision:
+ * __kind == 0) is acquired here, with the protocol glibc's own fast path
+ * and its __lll_lock_wait use on the public struct __pthread_mutex_s
+ * fields: __lock is 0 (free), 1 (taken) or 2 (taken, maybe waiters);
+ * the owner records its tid in __owner and bumps __nusers.  So the mutex
+ * is left exactly as glibc's pthread_mutex_lock leaves it, glibc's
+ * pthread_mutex_unlock and the condvar calls work on it unchanged, and we
+ * know precisely when the thread goes to sleep: BLOCKED covers the futex
+ * wait only.  The uncontended path touches nothing but the mutex.
+ *
+ * Every other type (recursive, error-checking, adaptive, robust, PI, PP,
+ * process-shared, elided) is tried with pthread_mutex_trylock first and
+ * handed to glibc only when the try says it would wait.
+ */
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#include "shim.h"
+
+static void record_ownership(pthread_mutex_t *mutex)
+{
+	mutex->__data.__owner = tdshim_cached_tid();
+	++mutex->__data.__nusers;
+}
+
+static void futex_wait_private(int *word, int expected)
+{
+	int saved_errno = errno;
+
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+	errno = saved_errno;
+}
+
+static int lock_default_contended(pthread_mutex_t *mutex)
+{
+	int *word = &mutex->__data.__lock;
+
+	/* 2 marks the lock contended, so the unlocker will wake someone. */
+	if (uatomic_xchg(word, 2) != 0) {
+		TDSHIM_WAIT_SCOPE();
+		do
+			futex_wait_private(word, 2);
+		while (uatomic_xchg(word, 2) != 0);
+	}
+	record_ownership(mutex);
+	return 0;
+}
+
+static bool is_default_mutex(const pthread_mutex_t *mutex)
+{
+	return CMM_LOAD_SHARED(mutex->__data.__kind) == PTHREAD_MUTEX_TIMED_NP;
+}
+
+/* An error-checking mutex its caller already holds fails at once. */
+static bool fails_without_waiting(const pthread_mutex_t *mutex)
+{
+	int type = CMM_LOAD_SHARED(mutex->__data.__kind) & 3;
+
+	return type == PTHREAD_MUTEX_ERRORCHECK_NP &&
+	       CMM_LOAD_SHARED(mutex->__data.__owner) == tdshim_cached_tid();
+}
+
+TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
+{
+	if (caa_likely(is_default_mutex(mutex))) {
+		if (caa_likely(uatomic_cmpxchg(&mutex->__data.__lock, 0, 1) == 0)) {
+			record_ownership(mutex);
+			return 0;
+		}
+		return lock_default_contended(mutex);
+	}
+
+	int error = pthread_mutex_trylock(mutex);
+	if (error != EBUSY)
+		return error;
+	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_lock);
+	if (fails_without_waiting(mutex))
+		return tdshim_real_pthread_mutex_lock(mutex);
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_pthread_mutex_lock(mutex);
+}
+
+TDSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
+{
+	int error = pthread_mutex_trylock(mutex);
+
+	if (error != EBUSY)
+		return error;
+	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_timedlock);
+	if (fails_without_waiting(mutex))
+		return tdshim_real_pthread_mutex_timedlock(mutex, abstime);
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_pthread_mutex_timedlock(mutex, abstime);
+}
+
+TDSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t clock,
+					  const struct timespec *abstime)
+{
+	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_clocklock);
+	if (!tdshim_clock_supported(clock))
+		return tdshim_real_pthread_mutex_clocklock(mutex, clock, abstime);
+	int error = pthread_mutex_trylock(mutex);
+	if (error != EBUSY)
+		return error;
+	if (fails_without_waiting(mutex))
+		return tdshim_real_pthread_mutex_clocklock(mutex, clock, abstime);
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_pthread_mutex_clocklock(mutex, clock, abstime);
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Readiness waits: poll, ppoll, select, pselect and the epoll waits.
+ * A zero timeout never waits and makes no transition.  Otherwise a try
+ * with a zero timeout comes first: only when nothing is ready does the
+ * thread turn BLOCKED around the real, waiting call.
+ */
+#include <string.h>
+
+#include "shim.h"
+
+static const struct timespec zero_timespec;
+
+static bool is_zero(const struct timespec *timeout)
+{
+	return timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0;
+}
+
+TDSHIM_EXPORT int poll(struct pollfd *fds, nfds_t count, int timeout_ms)
+{
+	TDSHIM_REQUIRE_LIBC(poll);
+	if (timeout_ms == 0)
+		return tdshim_real_poll(fds, count, 0);
+	int ready = tdshim_real_poll(fds, count, 0);
+	if (ready != 0)
+		return ready;
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_poll(fds, count, timeout_ms);
+}
+
+TDSHIM_EXPORT int __poll_chk(struct pollfd *fds, nfds_t count, int timeout_ms, size_t fds_size)
+{
+	TDSHIM_REQUIRE_LIBC(__poll_chk);
+	if (count > fds_size / sizeof(*fds))
+		return tdshim_real___poll_chk(fds, count, timeout_ms, fds_size);
+	return poll(fds, count, timeout_ms);
+}
+
+TDSHIM_EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
+			const sigset_t *mask)
+{
+	TDSHIM_REQUIRE_LIBC(ppoll);
+	if (is_zero(timeout))
+		return tdshim_real_ppoll(fds, count, timeout, mask);
+	int ready = tdshim_real_ppoll(fds, count, &zero_timespec, mask);
+	if (ready != 0)
+		return ready;
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_ppoll(fds, count, timeout, mask);
+}
+
+TDSHIM_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
+			      const sigset_t *mask, size_t fds_size)
+{
+	TDSHIM_REQUIRE_LIBC(__ppoll_chk);
+	if (count > fds_size / sizeof(*fds))
+		return tdshim_real___ppoll_chk(fds, count, timeout, mask, fds_size);
+	return ppoll(fds, count, timeout, mask);
+}
+
+/*
+ * select overwrites its sets, so the try works on copies of the first
+ * `nfds` bits and hands its result back only when something was ready;
+ * a try that finds nothing leaves the caller's sets as they were for the
+ * real call.
+ */
+struct fd_sets {
+	fd_set read, write, except;
+};
+
+static size_t set_bytes(int nfds)
+{
+	size_t bits_per_word = 8 * sizeof(long);
+
+	return (((size_t)nfds + bits_per_word - 1) / bits_per_word) * sizeof(long);
+}
+
+static void copy_sets(struct fd_sets *copy, fd_set *r, fd_set *w, fd_set *e, size_t bytes)
+{
+	if (r)
+		memcpy(&copy->read, r, bytes);
+	if (w)
+		memcpy(&copy->write, w, bytes);
+	if (e)
+		memcpy(&copy->except, e, bytes);
+}
+
+static void return_sets(const struct fd_sets *copy, fd_set *r, fd_set *w, fd_set *e, size_t bytes)
+{
+	if (r)
+		memcpy(r, &copy->read, bytes);
+	if (w)
+		memcpy(w, &copy->write, bytes);
+	if (e)
+		memcpy(e, &copy->except, bytes);
+}
+
+/* Returns the try's result: > 0 ready (sets updated), < 0 error, 0 none. */
+static int try_select(int nfds, fd_set *r, fd_set *w, fd_set *e, const sigset_t *mask, bool with_mask)
+{
+	struct fd_sets copy;
+	size_t bytes;
+	int ready;
+
+	if (nfds < 0 || nfds > FD_SETSIZE)
+		return -2;
+	bytes = set_bytes(nfds);
+	copy_sets(&copy, r, w, e, bytes);
+	if (with_mask)
+		ready = tdshim_real_pselect(nfds, r ? &copy.read : NULL, w ? &copy.write : NULL,
+					    e ? &copy.except : NULL, &zero_timespec, mask);
+	else {
+		struct timeval zero = { 0, 0 };
+		ready = tdshim_real_select(nfds, r ? &copy.read : NULL, w ? &copy.write : NULL,
+					   e ? &copy.except : NULL, &zero);
+	}
+	if (ready > 0)
+		return_sets(&copy, r, w, e, bytes);
+	return ready;
+}
+
+TDSHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout)
+{
+	TDSHIM_REQUIRE_LIBC(select);
+	TDSHIM_REQUIRE_LIBC(pselect);
+	if (timeout && timeout->tv_sec == 0 && timeout->tv_usec == 0)
+		return tdshim_real_select(nfds, r, w, e, timeout);
+	int ready = try_select(nfds, r, w, e, NULL, false);
+	if (ready > 0 || ready == -1)
+		return ready;
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_select(nfds, r, w, e, timeout);
+}
+
+TDSHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *timeout,
+			  const sigset_t *mask)
+{
+	TDSHIM_REQUIRE_LIBC(pselect);
+	if (is_zero(timeout))
+		return tdshim_real_pselect(nfds, r, w, e, timeout, mask);
+	int ready = try_select(nfds, r, w, e, mask, true);
+	if (ready > 0 || ready == -1)
+		return ready;
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_pselect(nfds, r, w, e, timeout, mask);
+}
+
+TDSHIM_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max_events, int timeout_ms)
+{
+	TDSHIM_REQUIRE_LIBC(epoll_wait);
+	if (timeout_ms == 0)
+		return tdshim_real_epoll_wait(epfd, events, max_events, 0);
+	int ready = tdshim_real_epoll_wait(epfd, events, max_events, 0);
+	if (ready != 0)
+		return ready;
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_epoll_wait(epfd, events, max_events, timeout_ms);
+}
+
+TDSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max_events, int timeout_ms,
+			      const sigset_t *mask)
+{
+	TDSHIM_REQUIRE_LIBC(epoll_pwait);
+	if (timeout_ms == 0)
+		return tdshim_real_epoll_pwait(epfd, events, max_events, 0, mask);
+	int ready = tdshim_real_epoll_pwait(epfd, events, max_events, 0, mask);
+	if (ready != 0)
+		return ready;
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_epoll_pwait(epfd, events, max_events, timeout_ms, mask);
+}
+
+TDSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max_events,
+			       const struct timespec *timeout, const sigset_t *mask)
+{
+	TDSHIM_REQUIRE_LIBC(epoll_pwait2);
+	if (is_zero(timeout))
+		return tdshim_real_epoll_pwait2(epfd, events, max_events, timeout, mask);
+	int ready = tdshim_real_epoll_pwait2(epfd, events, max_events, &zero_timespec, mask);
+	if (ready != 0)
+		return ready;
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_epoll_pwait2(epfd, events, max_events, timeout, mask);
+}

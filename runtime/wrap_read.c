@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * accept and the blocking reads of pipes and sockets.
+ *
+ * The try must not change what the call returns:
+ *   - read/readv try preadv2(..., RWF_NOWAIT) (offset -1: the file
+ *     position, as read uses).  On a pipe or socket it returns what is
+ *     there or EAGAIN.  On a regular file a short result can come from the
+ *     page cache alone, where read would have returned the whole count:
+ *     the rest is then read for real, so callers that treat a short read
+ *     of a file as its end see no difference.  File types without
+ *     RWF_NOWAIT support fail the try with EOPNOTSUPP/EINVAL: the real
+ *     call runs with no transition (such waits are not counted).
+ *   - recv* try the same call with MSG_DONTWAIT.  MSG_WAITALL would make
+ *     the try return a partial message, so it waits straight away.
+ *   - accept tries poll(POLLIN, 0).
+ * A descriptor in O_NONBLOCK mode never waits: its EAGAIN try is followed
+ * by the real call with no transition.
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "shim.h"
+
+static bool is_nonblocking(int fd)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	return flags >= 0 && (flags & O_NONBLOCK);
+}
+
+enum try_outcome { TRY_DONE, TRY_WOULD_WAIT, TRY_UNSUPPORTED };
+
+static enum try_outcome classify_failure(int fd, int try_errno)
+{
+	if (try_errno == EAGAIN)
+		return is_nonblocking(fd) ? TRY_UNSUPPORTED : TRY_WOULD_WAIT;
+	return TRY_UNSUPPORTED;
+}
+
+static bool is_regular_file(int fd)
+{
+	struct stat status;
+
+	return fstat(fd, &status) == 0 && (S_ISREG(status.st_mode) || S_ISBLK(status.st_mode));
+}
+
+static size_t iovec_total(const struct iovec *iov, int count)
+{
+	size_t total = 0;
+
+	for (int i = 0; i < count; i++)
+		total += iov[i].iov_len;
+	return total;
+}
+
+/* A short read of a regular file from the page cache: finish it the way
+ * read would have, waiting for the disk. */
+static ssize_t finish_file_read(int fd, const struct iovec *iov, int count, size_t done)
+{
+	struct iovec rest[UIO_MAXIOV];
+	int n = 0;
+	size_t skip = done;
+
+	for (int i = 0; i < count && n < UIO_MAXIOV; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		rest[n].iov_base = (char *)iov[i].iov_base + skip;
+		rest[n].iov_len = iov[i].iov_len - skip;
+		skip = 0;
+		n++;
+	}
+	TDSHIM_SAVE_ERRNO();
+	ssize_t more;
+	{
+		TDSHIM_WAIT_SCOPE();
+		more = tdshim_real_readv(fd, rest, n);
+	}
+	if (more < 0) {
+		/* What was read stays read; the error will recur on the next call. */
+		TDSHIM_RESTORE_ERRNO();
+		return (ssize_t)done;
+	}
+	return (ssize_t)done + more;
+}
+
+static enum try_outcome try_readv(int fd, const struct iovec *iov, int count, ssize_t *result)
+{
+	TDSHIM_SAVE_ERRNO();
+	ssize_t got = preadv2(fd, iov, count, -1, RWF_NOWAIT);
+
+	if (got >= 0) {
+		size_t wanted = iovec_total(iov, count);
+		if (got > 0 && (size_t)got < wanted && is_regular_file(fd))
+			got = finish_file_read(fd, iov, count, (size_t)got);
+		*result = got;
+		TDSHIM_RESTORE_ERRNO();
+		return TRY_DONE;
+	}
+	enum try_outcome outcome = classify_failure(fd, errno);
+	TDSHIM_RESTORE_ERRNO();
+	return outcome;
+}
+
+TDSHIM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count)
+{
+	ssize_t result;
+
+	TDSHIM_REQUIRE_LIBC(readv);
+	if (count <= 0 || count > UIO_MAXIOV)
+		return tdshim_real_readv(fd, iov, count);
+	switch (try_readv(fd, iov, count, &result)) {
+	case TRY_DONE:
+		return result;
+	case TRY_UNSUPPORTED:
+		return tdshim_real_readv(fd, iov, count);
+	case TRY_WOULD_WAIT:
+		break;
+	}
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_readv(fd, iov, count);
+}
+
+TDSHIM_EXPORT ssize_t read(int fd, void *buffer, size_t size)
+{
+	struct iovec iov = { buffer, size };
+	ssize_t result;
+
+	TDSHIM_REQUIRE_LIBC(read);
+	TDSHIM_REQUIRE_LIBC(readv);
+	if (size == 0)
+		return tdshim_real_read(fd, buffer, size);
+	switch (try_readv(fd, &iov, 1, &result)) {
+	case TRY_DONE:
+		return result;
+	case TRY_UNSUPPORTED:
+		return tdshim_real_read(fd, buffer, size);
+	case TRY_WOULD_WAIT:
+		break;
+	}
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_read(fd, buffer, size);
+}
+
+TDSHIM_EXPORT ssize_t __read_chk(int fd, void *buffer, size_t size, size_t buffer_size)
+{
+	TDSHIM_REQUIRE_LIBC(__read_chk);
+	if (size > buffer_size)
+		return tdshim_real___read_chk(fd, buffer, size, buffer_size);
+	return read(fd, buffer, size);
+}
+
+/* What a recv-family call made with MSG_DONTWAIT added leaves to do.  Its
+ * errors other than EAGAIN are the real call's errors: they stand. */
+static enum try_outcome after_recv_try(int fd, ssize_t got)
+{
+	if (got >= 0 || errno != EAGAIN)
+		return TRY_DONE;
+	return classify_failure(fd, errno);
+}
+
+/* MSG_DONTWAIT and MSG_ERRQUEUE never wait; MSG_WAITALL cannot be tried
+ * (the try would return part of what the caller waits for). */
+static bool recv_tries_first(int flags)
+{
+	return !(flags & (MSG_DONTWAIT | MSG_ERRQUEUE | MSG_WAITALL));
+}
+
+static bool recv_never_waits(int flags)
+{
+	return (flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) != 0;
+}
+
+#define RECV_BODY(call, fd, flags)                                           \
+	do {                                                                 \
+		if (recv_never_waits(flags))                                 \
+			return call(flags);                                  \
+		if (recv_tries_first(flags)) {                               \
+			TDSHIM_SAVE_ERRNO();                                 \
+			ssize_t got = call((flags) | MSG_DONTWAIT);          \
+			enum try_outcome outcome = after_recv_try(fd, got);  \
+			if (outcome == TRY_DONE)                             \
+				return got;                                  \
+			TDSHIM_RESTORE_ERRNO();                              \
+			if (outcome == TRY_UNSUPPORTED)                      \
+				return call(flags);                          \
+		}                                                            \
+		TDSHIM_WAIT_SCOPE();                                         \
+		return call(flags);                                          \
+	} while (0)
+
+TDSHIM_EXPORT ssize_t recv(int fd, void *buffer, size_t size, int flags)
+{
+	TDSHIM_REQUIRE_LIBC(recv);
+#define CALL(f) tdshim_real_recv(fd, buffer, size, f)
+	RECV_BODY(CALL, fd, flags);
+#undef CALL
+}
+
+TDSHIM_EXPORT ssize_t __recv_chk(int fd, void *buffer, size_t size, size_t buffer_size, int flags)
+{
+	TDSHIM_REQUIRE_LIBC(__recv_chk);
+	if (size > buffer_size)
+		return tdshim_real___recv_chk(fd, buffer, size, buffer_size, flags);
+	return recv(fd, buffer, size, flags);
+}
+
+TDSHIM_EXPORT ssize_t recvfrom(int fd, void *buffer, size_t size, int flags, struct sockaddr *from,
+			       socklen_t *from_size)
+{
+	TDSHIM_REQUIRE_LIBC(recvfrom);
+#define CALL(f) tdshim_real_recvfrom(fd, buffer, size, f, from, from_size)
+	RECV_BODY(CALL, fd, flags);
+#undef CALL
+}
+
+TDSHIM_EXPORT ssize_t __recvfrom_chk(int fd, void *buffer, size_t size, size_t buffer_size, int flags,
+				     struct sockaddr *from, socklen_t *from_size)
+{
+	TDSHIM_REQUIRE_LIBC(__recvfrom_chk);
+	if (size > buffer_size)
+		return tdshim_real___recvfrom_chk(fd, buffer, size, buffer_size, flags, from, from_size);
+	return recvfrom(fd, buffer, size, flags, from, from_size);
+}
+
+TDSHIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *message, int flags)
+{
+	TDSHIM_REQUIRE_LIBC(recvmsg);
+#define CALL(f) tdshim_real_recvmsg(fd, message, f)
+	RECV_BODY(CALL, fd, flags);
+#undef CALL
+}
+
+static bool accept_would_wait(int fd)
+{
+	TDSHIM_SAVE_ERRNO();
+	struct pollfd probe = { .fd = fd, .events = POLLIN };
+	bool would_wait = tdshim_real_poll(&probe, 1, 0) == 0 && !is_nonblocking(fd);
+
+	TDSHIM_RESTORE_ERRNO();
+	return would_wait;
+}
+
+TDSHIM_EXPORT int accept(int fd, struct sockaddr *address, socklen_t *address_size)
+{
+	TDSHIM_REQUIRE_LIBC(accept);
+	TDSHIM_REQUIRE_LIBC(poll);
+	if (!accept_would_wait(fd))
+		return tdshim_real_accept(fd, address, address_size);
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_accept(fd, address, address_size);
+}
+
+TDSHIM_EXPORT int accept4(int fd, struct sockaddr *address, socklen_t *address_size, int flags)
+{
+	TDSHIM_REQUIRE_LIBC(accept4);
+	TDSHIM_REQUIRE_LIBC(poll);
+	if (!accept_would_wait(fd))
+		return tdshim_real_accept4(fd, address, address_size, flags);
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_accept4(fd, address, address_size, flags);
+}

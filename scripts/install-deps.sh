@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs the Debian packages tdstat needs to build and test, skipping
+# those already present.  Idempotent; safe to run on every build.
+#   scripts/install-deps.sh          build and test dependencies
+#   scripts/install-deps.sh --bench  also what the benchmarks compare with
+set -euo pipefail
+
+packages=(gcc make cmake pkg-config liburcu-dev libcriterion-dev mandoc
+          python3 perl xz-utils zstd coreutils procps)
+if [[ "${1:-}" == "--bench" ]]; then
+	packages+=(hyperfine valgrind linux-perf sysstat)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+	sudo=sudo
+else
+	sudo=
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
