@@ -95,7 +95,15 @@ void tdshim_slots_reset_after_fork(void);
 /* Thread lifecycle (runtime/thread.c). */
 void tdshim_thread_adopt(void);
 void tdshim_thread_key_init(void);
-pid_t tdshim_cached_tid(void);
+pid_t tdshim_fetch_tid(void);
+
+/* The caller's tid, fetched once per thread (and again in a fork child). */
+static inline pid_t tdshim_cached_tid(void)
+{
+	pid_t tid = tdshim_self.tid;
+
+	return caa_likely(tid != 0) ? tid : tdshim_fetch_tid();
+}
 
 /*
  * A wait scope marks the calling thread BLOCKED from its start to its end.

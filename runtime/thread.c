@@ -26,10 +26,9 @@ static bool is_record_launch(const struct launch *launch)
 	return launch >= launches && launch < launches + TDSTAT_RECORD_CAPACITY;
 }
 
-pid_t tdshim_cached_tid(void)
+pid_t tdshim_fetch_tid(void)
 {
-	if (caa_unlikely(tdshim_self.tid == 0))
-		tdshim_self.tid = (pid_t)syscall(SYS_gettid);
+	tdshim_self.tid = (pid_t)syscall(SYS_gettid);
 	return tdshim_self.tid;
 }
 

@@ -21,7 +21,7 @@
 
 #include "shim.h"
 
-static void record_ownership(pthread_mutex_t *mutex)
+static inline void record_ownership(pthread_mutex_t *mutex)
 {
 	mutex->__data.__owner = tdshim_cached_tid();
 	++mutex->__data.__nusers;
@@ -35,7 +35,7 @@ static void futex_wait_private(int *word, int expected)
 	errno = saved_errno;
 }
 
-static int lock_default_contended(pthread_mutex_t *mutex)
+__attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mutex)
 {
 	int *word = &mutex->__data.__lock;
 
@@ -64,17 +64,10 @@ static bool fails_without_waiting(const pthread_mutex_t *mutex)
 	       CMM_LOAD_SHARED(mutex->__data.__owner) == tdshim_cached_tid();
 }
 
-TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
+__attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex)
 {
-	if (caa_likely(is_default_mutex(mutex))) {
-		if (caa_likely(uatomic_cmpxchg(&mutex->__data.__lock, 0, 1) == 0)) {
-			record_ownership(mutex);
-			return 0;
-		}
-		return lock_default_contended(mutex);
-	}
-
 	int error = pthread_mutex_trylock(mutex);
+
 	if (error != EBUSY)
 		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_lock);
@@ -82,6 +75,17 @@ TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
 		return tdshim_real_pthread_mutex_lock(mutex);
 	TDSHIM_WAIT_SCOPE();
 	return tdshim_real_pthread_mutex_lock(mutex);
+}
+
+/* The fast path is a leaf: a CAS and two stores, no call, no frame. */
+TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
+{
+	if (caa_unlikely(!is_default_mutex(mutex)))
+		return lock_other_type(mutex);
+	if (caa_unlikely(uatomic_cmpxchg(&mutex->__data.__lock, 0, 1) != 0))
+		return lock_default_contended(mutex);
+	record_ownership(mutex);
+	return 0;
 }
 
 TDSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
