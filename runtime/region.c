@@ -239,6 +239,7 @@ void tdshim_init(void)
 	fill_header();
 	start_window(enabled_from_environment());
 	tdshim_thread_key_init();
+	tdshim_probe_semaphore_layout();
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(tdstat_region.header.magic, TDSTAT_REGION_MAGIC);

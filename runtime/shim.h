@@ -45,6 +45,7 @@ struct tdshim_thread {
 	struct tdstat_record *record; /* NULL: not tracked (yet, or overflow) */
 	pid_t tid;                    /* gettid(), 0 until known */
 	unsigned int wait_depth;      /* nested interposed waits (signal handlers) */
+	int *errno_location;          /* cached __errno_location() */
 	bool overflow;                /* counted in status.overflow_live */
 	bool exited;                  /* tracking ended: never adopt again */
 };
@@ -91,6 +92,9 @@ void tdshim_record_abandon(struct tdstat_record *record);
 struct tdstat_record *tdshim_slot_claim(void);
 void tdshim_slot_release(struct tdstat_record *record);
 void tdshim_slots_reset_after_fork(void);
+
+/* glibc's semaphore layout, checked at start-up (runtime/wrap_sync.c). */
+void tdshim_probe_semaphore_layout(void);
 
 /* Thread lifecycle (runtime/thread.c). */
 void tdshim_thread_adopt(void);
@@ -158,9 +162,20 @@ static inline bool tdshim_abstime_valid(clockid_t clock, const struct timespec *
 	       abstime->tv_nsec < 1000000000L;
 }
 
+/* This thread's errno, without a call into libc on every use (the
+ * location never changes for a thread, across fork included). */
+static inline int *tdshim_errno(void)
+{
+	int *location = tdshim_self.errno_location;
+
+	if (caa_unlikely(!location))
+		location = tdshim_self.errno_location = __errno_location();
+	return location;
+}
+
 /* errno around a try: a try that fails must not leave its errno behind
  * when the real call then succeeds. */
-#define TDSHIM_SAVE_ERRNO() int tdshim_saved_errno_ = errno
-#define TDSHIM_RESTORE_ERRNO() (errno = tdshim_saved_errno_)
+#define TDSHIM_SAVE_ERRNO() int tdshim_saved_errno_ = *tdshim_errno()
+#define TDSHIM_RESTORE_ERRNO() (*tdshim_errno() = tdshim_saved_errno_)
 
 #endif /* TDSHIM_SHIM_H */

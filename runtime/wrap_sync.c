@@ -11,26 +11,36 @@
  */
 #include "shim.h"
 
+__attribute__((noinline)) static int rdlock_wait(pthread_rwlock_t *lock)
+{
+	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_rdlock);
+	TDSHIM_WAIT_SCOPE();
+	return tdshim_real_pthread_rwlock_rdlock(lock);
+}
+
 TDSHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *lock)
 {
 	int error = pthread_rwlock_tryrdlock(lock);
 
-	if (error != EBUSY)
+	if (caa_likely(error != EBUSY))
 		return error;
-	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_rdlock);
+	return rdlock_wait(lock);
+}
+
+__attribute__((noinline)) static int wrlock_wait(pthread_rwlock_t *lock)
+{
+	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_wrlock);
 	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_pthread_rwlock_rdlock(lock);
+	return tdshim_real_pthread_rwlock_wrlock(lock);
 }
 
 TDSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *lock)
 {
 	int error = pthread_rwlock_trywrlock(lock);
 
-	if (error != EBUSY)
+	if (caa_likely(error != EBUSY))
 		return error;
-	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_wrlock);
-	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_pthread_rwlock_wrlock(lock);
+	return wrlock_wait(lock);
 }
 
 TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struct timespec *abstime)
@@ -148,15 +158,75 @@ TDSHIM_EXPORT int pthread_clockjoin_np(pthread_t thread, void **result, clockid_
 	return tdshim_real_pthread_clockjoin_np(thread, result, clock, abstime);
 }
 
-/* sem_trywait reports "would wait" through errno, which must not leak into
- * a wait that then succeeds.  The sem_*wait calls are cancellation points
- * that act on a pending cancellation even when the count is positive;
- * sem_trywait is not one, so the test comes first. */
+/*
+ * Semaphores.  glibc's sem_t (since 2.21, on 64-bit targets) is a 64-bit
+ * word holding the value in its low 32 bits and the waiter count in its
+ * high 32 bits.  That layout is not in a public header, so the shim checks
+ * it at start-up against sem_init, sem_trywait, sem_post and sem_getvalue,
+ * and takes a positive count itself only when the check passed; otherwise
+ * it tries with sem_trywait (correct, a few instructions slower).
+ */
+struct glibc_semaphore {
+	uint64_t data;
+	int private_futex;
+	int pad;
+};
+
+static bool semaphore_layout_known;
+
+static uint32_t semaphore_value(const sem_t *semaphore)
+{
+	return (uint32_t)CMM_LOAD_SHARED(((const struct glibc_semaphore *)semaphore)->data);
+}
+
+void tdshim_probe_semaphore_layout(void)
+{
+	sem_t probe;
+	int value = -1;
+	bool ok;
+
+	if (sizeof(void *) != 8 || sizeof(sem_t) < sizeof(struct glibc_semaphore))
+		return;
+	if (sem_init(&probe, 0, 3) != 0)
+		return;
+	ok = semaphore_value(&probe) == 3 && (CMM_LOAD_SHARED(((struct glibc_semaphore *)&probe)->data) >> 32) == 0;
+	ok = ok && sem_trywait(&probe) == 0 && semaphore_value(&probe) == 2;
+	ok = ok && sem_post(&probe) == 0 && sem_post(&probe) == 0 && semaphore_value(&probe) == 4;
+	ok = ok && sem_getvalue(&probe, &value) == 0 && value == 4;
+	sem_destroy(&probe);
+	semaphore_layout_known = ok;
+}
+
+/* The same decrement as glibc's own fast path: one CAS while the value
+ * is positive. */
+static bool take_if_positive(sem_t *semaphore)
+{
+	uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
+	uint64_t seen = uatomic_read(data);
+
+	while ((uint32_t)seen != 0) {
+		uint64_t before = uatomic_cmpxchg(data, seen, seen - 1);
+		if (before == seen)
+			return true;
+		seen = before;
+	}
+	return false;
+}
+
+/* The sem_*wait calls are cancellation points that act on a pending
+ * cancellation even when the count is positive; neither sem_trywait nor
+ * the inline take is one, so the test comes first.  sem_trywait reports
+ * "would wait" through errno, which must not leak into a wait that then
+ * succeeds. */
 static bool sem_would_wait(sem_t *semaphore, int *result)
 {
-	TDSHIM_SAVE_ERRNO();
-
 	pthread_testcancel();
+	if (caa_likely(CMM_LOAD_SHARED(semaphore_layout_known))) {
+		*result = 0;
+		return !take_if_positive(semaphore);
+	}
+
+	TDSHIM_SAVE_ERRNO();
 	*result = sem_trywait(semaphore);
 	if (*result == 0 || errno != EAGAIN)
 		return false;
@@ -164,15 +234,26 @@ static bool sem_would_wait(sem_t *semaphore, int *result)
 	return true;
 }
 
-TDSHIM_EXPORT int sem_wait(sem_t *semaphore)
+__attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, bool tried)
 {
 	int result;
 
-	if (!sem_would_wait(semaphore, &result))
+	if (!tried && !sem_would_wait(semaphore, &result))
 		return result;
 	TDSHIM_REQUIRE_LIBC(sem_wait);
 	TDSHIM_WAIT_SCOPE();
 	return tdshim_real_sem_wait(semaphore);
+}
+
+/* Fast path: the cancellation test and one CAS. */
+TDSHIM_EXPORT int sem_wait(sem_t *semaphore)
+{
+	if (caa_unlikely(!CMM_LOAD_SHARED(semaphore_layout_known)))
+		return sem_wait_slow(semaphore, false);
+	pthread_testcancel();
+	if (caa_likely(take_if_positive(semaphore)))
+		return 0;
+	return sem_wait_slow(semaphore, true);
 }
 
 TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime)
