@@ -15,6 +15,7 @@ TDSHIM_EXPORT struct tdstat_region tdstat_region __attribute__((aligned(64)));
 
 __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
 int tdshim_initialised;
+bool tdshim_track_reads;
 
 enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
 static int init_state;
@@ -124,9 +125,9 @@ static uint32_t capacity_from_environment(void)
 	return (uint32_t)value;
 }
 
-static bool enabled_from_environment(void)
+static bool flag_from_environment(const char *name)
 {
-	const char *text = getenv("TDSTAT_ENABLE");
+	const char *text = getenv(name);
 
 	return text && (strcmp(text, "1") == 0 || strcmp(text, "yes") == 0 ||
 			strcmp(text, "on") == 0 || strcmp(text, "true") == 0);
@@ -222,8 +223,11 @@ static void after_fork_in_child(void)
  * first).  Allocates nothing.  A thread that re-enters while it is
  * initialising (dlsym calling back into a wrapper) proceeds; other threads
  * wait the few microseconds it takes.
+ *
+ * `caller_is_main`: the constructor's thread is tracked before the window
+ * opens, so the main thread counts from the very start of the window.
  */
-void tdshim_init(void)
+static void initialise_once(bool caller_is_main)
 {
 	int state = uatomic_cmpxchg(&init_state, INIT_NONE, INIT_RUNNING);
 
@@ -237,10 +241,13 @@ void tdshim_init(void)
 	initialising = true;
 	resolve_real_functions();
 	fill_header();
-	start_window(enabled_from_environment());
+	tdshim_track_reads = flag_from_environment("TDSTAT_TRACK_READS");
 	tdshim_thread_key_init();
 	tdshim_probe_semaphore_layout();
 	pthread_atfork(NULL, NULL, after_fork_in_child);
+	if (caller_is_main)
+		tdshim_thread_adopt();
+	start_window(flag_from_environment("TDSTAT_ENABLE"));
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(tdstat_region.header.magic, TDSTAT_REGION_MAGIC);
 	CMM_STORE_SHARED(tdshim_initialised, 1);
@@ -248,11 +255,16 @@ void tdshim_init(void)
 	initialising = false;
 }
 
+void tdshim_init(void)
+{
+	initialise_once(false);
+}
+
 /* The thread that runs constructors is the main thread (or a dlopen
  * caller): tracked from the shim's start. */
 __attribute__((constructor)) static void tdshim_constructor(void)
 {
-	tdshim_init();
+	initialise_once(true);
 	if (!tdshim_self.record && !tdshim_self.overflow)
 		tdshim_thread_adopt();
 }

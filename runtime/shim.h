@@ -71,6 +71,9 @@ int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout
  * thread tracked.  Cheap after the first call. */
 void tdshim_init(void);
 extern int tdshim_initialised;
+
+/* TDSTAT_TRACK_READS=1: read/readv take part (see runtime/wrap_read.c). */
+extern bool tdshim_track_reads;
 static inline void tdshim_ensure_init(void)
 {
 	if (caa_unlikely(!CMM_LOAD_SHARED(tdshim_initialised)))
