@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From a snapshot to the numbers of SPEC §2: the 64-bit integrals and the
+ * integer fractions of td_ta_stats_t.
+ */
+#include <limits.h>
+#include <string.h>
+#include <time.h>
+
+#include "thread_db_private.h"
+
+td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns)
+{
+	pid_t pid = ps_getpid(agent->ph);
+	struct timespec cpu;
+	clockid_t clock;
+
+	if (pid <= 0)
+		return TD_DBERR;
+	if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &cpu) != 0)
+		return TD_DBERR;
+	*cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
+	return TD_OK;
+}
+
+static int32_t saturate_int(uint64_t value)
+{
+	return value > INT32_MAX ? INT32_MAX : (int32_t)value;
+}
+
+td_err_e tddb_stats_ns(const struct td_thragent *agent, td_ta_stats_ns_t *stats)
+{
+	struct tddb_snapshot snapshot;
+	uint64_t cpu_end, cpu = 0;
+	td_err_e err;
+
+	err = tddb_snapshot(agent, &snapshot);
+	if (err != TD_OK)
+		return err;
+	if (snapshot.enabled) {
+		err = tddb_target_cpu_ns(agent, &cpu_end);
+		if (err != TD_OK)
+			return err;
+	} else {
+		cpu_end = snapshot.control.cpu_end_ns;
+	}
+	if (cpu_end > snapshot.control.cpu_start_ns)
+		cpu = cpu_end - snapshot.control.cpu_start_ns;
+
+	memset(stats, 0, sizeof(*stats));
+	stats->size = sizeof(*stats);
+	stats->enabled = snapshot.enabled;
+	stats->nthreads = saturate_int((uint64_t)snapshot.live + snapshot.overflow_live);
+	stats->r_concurrency = snapshot.control.r_concurrency;
+	stats->overflow_threads = snapshot.overflow_live;
+	stats->abi_minor = agent->geometry.abi_minor;
+	stats->window_start_ns = snapshot.control.window_start_ns;
+	stats->window_ns = snapshot.window_ns;
+	stats->lwps_ns = snapshot.tracked_ns;
+	stats->runnable_ns = snapshot.runnable_ns;
+	stats->idle_ns = snapshot.tracked_ns - snapshot.runnable_ns;
+	stats->cpu_ns = cpu;
+	stats->running_ns = tddb_min_u64(cpu, snapshot.runnable_ns);
+	stats->snapshot_ns = snapshot.now_ns;
+	return TD_OK;
+}
+
+static uint64_t fraction_numerator(uint64_t integral, uint64_t denominator, uint64_t window)
+{
+	return tddb_saturate_u64((unsigned __int128)integral * denominator / window);
+}
+
+/*
+ * SPEC §2: one denominator D = max(1, |W| in µs), halved while any
+ * numerator (or D itself, an int too) would exceed INT_MAX; each numerator
+ * is floor(integral * D / |W|), except nidle = nlwps - nrunnable.  Since
+ * running <= runnable <= tracked, the numerators keep that order.
+ */
+void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions)
+{
+	uint64_t window = stats->window_ns;
+	uint64_t denominator = tddb_max_u64(1, window / 1000);
+	uint64_t lwps = 0, runnable = 0, running = 0;
+
+	fractions->nthreads = stats->nthreads;
+	fractions->r_concurrency = stats->r_concurrency;
+	if (window == 0) {
+		denominator = 1;
+	} else {
+		for (;;) {
+			lwps = fraction_numerator(stats->lwps_ns, denominator, window);
+			runnable = fraction_numerator(stats->runnable_ns, denominator, window);
+			running = fraction_numerator(stats->running_ns, denominator, window);
+			if ((lwps <= INT_MAX && denominator <= INT_MAX) || denominator == 1)
+				break;
+			denominator /= 2;
+		}
+	}
+	/* Reached only with D = 1 and more than INT_MAX average threads,
+	 * which no region can describe honestly: clamp, keeping the order. */
+	lwps = tddb_min_u64(lwps, INT_MAX);
+	runnable = tddb_min_u64(runnable, lwps);
+	running = tddb_min_u64(running, runnable);
+
+	fractions->nlwps_num = (int)lwps;
+	fractions->nrunnable_num = (int)runnable;
+	fractions->a_concurrency_num = (int)running;
+	fractions->nidle_num = (int)(lwps - runnable);
+	fractions->nlwps_den = (int)denominator;
+	fractions->nrunnable_den = (int)denominator;
+	fractions->a_concurrency_den = (int)denominator;
+	fractions->nidle_den = (int)denominator;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+
+#include "thread_db_private.h"
+
+/* The size every caller must offer: the first version of the struct. */
+#define STATS_NS_FIRST_SIZE (offsetof(td_ta_stats_ns_t, snapshot_ns) + sizeof(uint64_t))
+
+TDDB_EXPORT td_err_e td_ta_get_stats_ns(const td_thragent_t *ta, td_ta_stats_ns_t *statsp)
+{
+	struct td_thragent *agent;
+	td_ta_stats_ns_t stats;
+	size_t size;
+	td_err_e err;
+
+	err = tddb_agent_enter(ta, &agent);
+	if (err != TD_OK)
+		return err;
+	if (!statsp || statsp->size < STATS_NS_FIRST_SIZE)
+		err = TD_ERR;
+	else
+		err = tddb_stats_ns(agent, &stats);
+	tddb_agent_leave(agent);
+	if (err != TD_OK)
+		return err;
+	/* A caller built against a later, larger struct gets what we know. */
+	size = statsp->size < sizeof(stats) ? statsp->size : sizeof(stats);
+	stats.size = (uint32_t)size;
+	memcpy(statsp, &stats, size);
+	return TD_OK;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <string.h>
+
+#include "thread_db_private.h"
+
+static const char *const symbol_objects[] = {
+#define TARGET_SYMBOL(id, object, name) [TDDB_SYMBOL_##id] = object,
+#include "target_symbols.def"
+#undef TARGET_SYMBOL
+};
+
+static const char *const symbol_names[] = {
+#define TARGET_SYMBOL(id, object, name) [TDDB_SYMBOL_##id] = name,
+#include "target_symbols.def"
+#undef TARGET_SYMBOL
+};
+
+TDDB_EXPORT td_err_e td_ta_new(struct ps_prochandle *ph, td_thragent_t **ta)
+{
+	struct tdstat_region_header header;
+	struct tddb_geometry geometry;
+	struct td_thragent *agent;
+	psaddr_t region;
+	ps_err_e status;
+	td_err_e err;
+
+	if (!ph)
+		return TD_BADPH;
+	if (!ta)
+		return TD_ERR;
+
+	status = ps_pglobal_lookup(ph, symbol_objects[TDDB_SYMBOL_REGION], symbol_names[TDDB_SYMBOL_REGION],
+				   &region);
+	if (status == PS_NOSYM)
+		return TD_NOLIBTHREAD;
+	if (status != PS_OK || !region)
+		return TD_DBERR;
+	if (ps_pdread(ph, region, &header, sizeof(header)) != PS_OK)
+		return TD_DBERR;
+	err = tddb_geometry_from_header(&header, &geometry);
+	if (err != TD_OK)
+		return err;
+
+	agent = calloc(1, sizeof(*agent));
+	if (!agent)
+		return TD_MALLOC;
+	if (pthread_mutex_init(&agent->control_lock, NULL) != 0) {
+		free(agent);
+		return TD_MALLOC;
+	}
+	agent->ph = ph;
+	agent->region = region;
+	agent->geometry = geometry;
+	memcpy(agent->identity, &header, sizeof(agent->identity));
+	tddb_registry_add(agent);
+	*ta = agent;
+	return TD_OK;
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to libc_db: the agent, the registry of live agents, and the
+ * helpers that read and write the shared region in the target.
+ *
+ * Everything read from the target is hostile: every size, count and offset
+ * is checked before use, every loop and retry is bounded, and no allocation
+ * is sized by target data.
+ */
+#ifndef TDSTAT_THREAD_DB_PRIVATE_H
+#define TDSTAT_THREAD_DB_PRIVATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <proc_service.h>
+#include <thread_db.h>
+
+#include <tdstat/region.h>
+#include <tdstat/thread_db_stats.h>
+
+/* The library is built with hidden visibility; only these leave it (and
+ * the version script says so a second time). */
+#define TDDB_EXPORT __attribute__((visibility("default")))
+
+enum tddb_symbol {
+#define TARGET_SYMBOL(id, object, name) TDDB_SYMBOL_##id,
+#include "target_symbols.def"
+#undef TARGET_SYMBOL
+	TDDB_SYMBOL_COUNT
+};
+
+/* Limits on what a region may claim (READER.md step 2). */
+#define TDDB_HEADER_MAX 4096u
+#define TDDB_RECORD_MIN ((uint32_t)sizeof(struct tdstat_record))
+#define TDDB_RECORD_MAX 4096u
+#define TDDB_CAPACITY_MAX (UINT32_C(1) << 22)
+
+/* The header fields that never change while a shim runs: the bytes from
+ * the magic to the end of the layout table.  A later call that finds other
+ * bytes there is not reading the region td_ta_new validated. */
+#define TDDB_IDENTITY_SIZE (offsetof(struct tdstat_region_header, layout) + sizeof(struct tdstat_layout))
+
+/* What td_ta_new learned from a validated header. */
+struct tddb_geometry {
+	uint32_t header_size;
+	uint32_t records_offset;
+	uint32_t record_size;
+	uint32_t record_capacity;
+	uint16_t abi_minor;
+	struct tdstat_layout layout;
+};
+
+/*
+ * The agent.  Immutable after td_ta_new except `users`, `deleted` and
+ * `registry_next` (registry lock) and the control block in the target
+ * (control_lock serializes this agent's writes to it).
+ */
+struct td_thragent {
+	struct td_thragent *registry_next;
+	unsigned int users;       /* calls in progress on this agent */
+	bool deleted;             /* td_ta_delete ran; freed when users == 0 */
+	struct ps_prochandle *ph;
+	psaddr_t region;
+	struct tddb_geometry geometry;
+	unsigned char identity[TDDB_IDENTITY_SIZE];
+	pthread_mutex_t control_lock;
+};
+
+/* A consistent copy of the header's mutable parts. */
+struct tddb_header_view {
+	struct tdstat_control control;
+	struct tdstat_status status;
+};
+
+/* READER.md steps 3 to 6: everything but the target's CPU clock. */
+struct tddb_snapshot {
+	struct tdstat_control control;
+	bool enabled;
+	uint32_t live;           /* records not FREE */
+	uint32_t overflow_live;
+	uint64_t window_ns;      /* |W| */
+	uint64_t tracked_ns;     /* clamped: runnable <= tracked <= |W| * records */
+	uint64_t runnable_ns;
+	uint64_t now_ns;         /* CLOCK_MONOTONIC after the reads */
+};
+
+/* Registry (agent_registry.c).  tddb_agent_enter() checks a handle and
+ * pins it so a concurrent td_ta_delete cannot free it under the caller;
+ * every successful enter is paired with one tddb_agent_leave(). */
+td_err_e tddb_agent_enter(const td_thragent_t *ta, struct td_thragent **agent);
+void tddb_agent_leave(struct td_thragent *agent);
+void tddb_registry_add(struct td_thragent *agent);
+td_err_e tddb_registry_remove(const td_thragent_t *ta);
+
+/* Region access (region_read.c, region_write.c). */
+td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, struct tddb_geometry *geometry);
+td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_view *view);
+td_err_e tddb_snapshot(const struct td_thragent *agent, struct tddb_snapshot *snapshot);
+
+enum tddb_control_change {
+	TDDB_CONTROL_ENABLE,
+	TDDB_CONTROL_DISABLE,
+	TDDB_CONTROL_RESET,
+};
+td_err_e tddb_control_change(struct td_thragent *agent, enum tddb_control_change change);
+td_err_e tddb_control_set_concurrency(struct td_thragent *agent, int level);
+
+/* Statistics (stats.c). */
+td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns);
+td_err_e tddb_stats_ns(const struct td_thragent *agent, td_ta_stats_ns_t *stats);
+void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions);
+
+uint64_t tddb_monotonic_ns(void);
+
+static inline uint64_t tddb_min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline uint64_t tddb_max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static inline uint64_t tddb_saturate_u64(unsigned __int128 value)
+{
+	return value > UINT64_MAX ? UINT64_MAX : (uint64_t)value;
+}
+
+#endif /* TDSTAT_THREAD_DB_PRIVATE_H */

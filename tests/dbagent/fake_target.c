@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+#include "fake_target.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t fake_monotonic_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+void fake_target_init(struct ps_prochandle *ph, uint32_t capacity, uint32_t used)
+{
+	struct tdstat_region_header *header;
+	uint64_t now = fake_monotonic_ns();
+
+	memset(ph, 0, sizeof(*ph));
+	pthread_mutex_init(&ph->lock, NULL);
+	ph->image_size = sizeof(*header) + (size_t)capacity * sizeof(struct tdstat_record);
+	ph->image = calloc(1, ph->image_size);
+	ph->lookup_result = PS_OK;
+	ph->writes_before_failure = -1;
+	ph->seed = 12345;
+
+	header = fake_header(ph);
+	header->magic = TDSTAT_REGION_MAGIC;
+	header->abi_major = TDSTAT_ABI_MAJOR;
+	header->abi_minor = TDSTAT_ABI_MINOR;
+	header->header_size = sizeof(*header);
+	header->region_size = ph->image_size;
+	header->records_offset = sizeof(*header);
+	header->record_size = sizeof(struct tdstat_record);
+	header->record_capacity = capacity;
+	header->layout_size = sizeof(struct tdstat_layout);
+	header->layout = (struct tdstat_layout){
+		.control_offset = offsetof(struct tdstat_region_header, control),
+		.status_offset = offsetof(struct tdstat_region_header, status),
+		.record_seq = offsetof(struct tdstat_record, seq),
+		.record_state = offsetof(struct tdstat_record, state),
+		.record_tid = offsetof(struct tdstat_record, tid),
+		.record_epoch = offsetof(struct tdstat_record, epoch_ns),
+		.record_since = offsetof(struct tdstat_record, since_ns),
+		.record_acc_tracked = offsetof(struct tdstat_record, acc_tracked_ns),
+		.record_acc_runnable = offsetof(struct tdstat_record, acc_runnable_ns),
+	};
+	header->control.window_start_ns = now;
+	header->control.window_end_ns = now;
+	header->status.high_water = used;
+	header->status.capacity = capacity;
+	header->status.start_ns = now;
+	header->status.pid = getpid();
+}
+
+void fake_target_destroy(struct ps_prochandle *ph)
+{
+	free(ph->image);
+	ph->image = NULL;
+	pthread_mutex_destroy(&ph->lock);
+}
+
+struct tdstat_region_header *fake_header(struct ps_prochandle *ph)
+{
+	return (struct tdstat_region_header *)ph->image;
+}
+
+struct tdstat_record *fake_record(struct ps_prochandle *ph, uint32_t index)
+{
+	return (struct tdstat_record *)(ph->image + sizeof(struct tdstat_region_header)) + index;
+}
+
+/* The part of [address, address + size) inside the image, or NULL. */
+static unsigned char *image_range(struct ps_prochandle *ph, psaddr_t address, size_t size)
+{
+	uintptr_t at = (uintptr_t)address;
+
+	if (at < FAKE_REGION_ADDRESS || at - FAKE_REGION_ADDRESS > ph->image_size ||
+	    size > ph->image_size - (at - FAKE_REGION_ADDRESS))
+		return NULL;
+	return ph->image + (at - FAKE_REGION_ADDRESS);
+}
+
+ps_err_e ps_pglobal_lookup(struct ps_prochandle *ph, const char *object_name, const char *sym_name,
+			   psaddr_t *sym_addr)
+{
+	ps_err_e result;
+
+	pthread_mutex_lock(&ph->lock);
+	strncpy(ph->last_object, object_name ? object_name : "", sizeof(ph->last_object) - 1);
+	result = ph->lookup_result;
+	pthread_mutex_unlock(&ph->lock);
+	if (result == PS_OK && strcmp(sym_name, TDSTAT_REGION_SYMBOL) != 0)
+		result = PS_NOSYM;
+	if (result == PS_OK)
+		*sym_addr = (psaddr_t)FAKE_REGION_ADDRESS;
+	return result;
+}
+
+ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t address, void *buffer, size_t size)
+{
+	ps_err_e result = PS_OK;
+	unsigned char *source;
+
+	pthread_mutex_lock(&ph->lock);
+	ph->reads++;
+	source = image_range(ph, address, size);
+	if (ph->fail_reads) {
+		result = PS_ERR;
+	} else if (ph->random_reads) {
+		for (size_t i = 0; i < size; i++)
+			((unsigned char *)buffer)[i] = (unsigned char)rand_r(&ph->seed);
+	} else if (!source) {
+		result = PS_BADADDR;
+	} else {
+		memcpy(buffer, source, size);
+		/* A reader of records sees a writer inside its critical section. */
+		if (ph->torn_reads > 0 && source >= (unsigned char *)fake_record(ph, 0)) {
+			ph->torn_reads--;
+			((unsigned char *)buffer)[0] |= 1;
+		}
+	}
+	pthread_mutex_unlock(&ph->lock);
+	return result;
+}
+
+ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t address, const void *buffer, size_t size)
+{
+	ps_err_e result = PS_OK;
+	unsigned char *target;
+
+	pthread_mutex_lock(&ph->lock);
+	ph->writes++;
+	target = image_range(ph, address, size);
+	if (ph->writes_before_failure == 0)
+		result = PS_ERR;
+	else if (!target)
+		result = PS_BADADDR;
+	else
+		memcpy(target, buffer, size);
+	if (ph->writes_before_failure >= 0)
+		ph->writes_before_failure--;
+	pthread_mutex_unlock(&ph->lock);
+	return result;
+}
+
+ps_err_e ps_ptread(struct ps_prochandle *ph, psaddr_t address, void *buffer, size_t size)
+{
+	return ps_pdread(ph, address, buffer, size);
+}
+
+ps_err_e ps_ptwrite(struct ps_prochandle *ph, psaddr_t address, const void *buffer, size_t size)
+{
+	return ps_pdwrite(ph, address, buffer, size);
+}
+
+/* The CPU clock libc_db reads is then the test's own. */
+pid_t ps_getpid(struct ps_prochandle *ph)
+{
+	return getpid();
+}

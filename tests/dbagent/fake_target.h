@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A fake target for libc_db: the test program itself defines the ps_*
+ * routines (exported with ENABLE_EXPORTS) and serves a region image built
+ * in memory from region.h, so a test can make the target say anything:
+ * a valid region, another ABI, torn records, random bytes, failing reads.
+ */
+#ifndef TDSTAT_TESTS_FAKE_TARGET_H
+#define TDSTAT_TESTS_FAKE_TARGET_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <proc_service.h>
+#include <tdstat/region.h>
+
+/* Where the image seems to live in the fake target's address space. */
+#define FAKE_REGION_ADDRESS ((uintptr_t)0x7f0000100000u)
+
+struct ps_prochandle {
+	pthread_mutex_t lock;       /* image, counters and knobs below */
+	unsigned char *image;
+	size_t image_size;
+	ps_err_e lookup_result;     /* what ps_pglobal_lookup answers */
+	bool fail_reads;
+	int writes_before_failure;  /* the write after this many fails, once; <0: none */
+	int torn_reads;             /* this many record reads see an odd seq */
+	bool random_reads;          /* every read returns random bytes */
+	unsigned long reads, writes;
+	unsigned int seed;
+	char last_object[64];       /* the object name of the last lookup */
+};
+
+/* A valid region with `capacity` records, `used` of them in use so far,
+ * gathering off and an empty window. */
+void fake_target_init(struct ps_prochandle *ph, uint32_t capacity, uint32_t used);
+void fake_target_destroy(struct ps_prochandle *ph);
+
+struct tdstat_region_header *fake_header(struct ps_prochandle *ph);
+struct tdstat_record *fake_record(struct ps_prochandle *ph, uint32_t index);
+
+uint64_t fake_monotonic_ns(void);
+
+#endif /* TDSTAT_TESTS_FAKE_TARGET_H */

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Accuracy: workloads of known shape, and libc_db's averages compared with
+ * that shape and with the kernel's accounting over the same window:
+ *   runnable   sum over the tasks of /proc/PID/task/T/schedstat fields 1+2
+ *              (time on a CPU + time waiting for one)
+ *   running    the process CPU clock
+ * Tolerances hold on a noisy 2-core machine; nothing asserts a duration.
+ * Each run prints its figures on stderr.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <tdstat/ps_live.h>
+#include <tdstat/thread_db_stats.h>
+
+#include "live_target.h"
+
+#define WINDOW_MS 1000
+
+TestSuite(accuracy, .timeout = 60);
+
+struct measurement {
+	int nthreads;
+	double lwps, runnable, running, idle;  /* libc_db's averages */
+	double kernel_runnable, kernel_running;
+	int kernel_tasks;
+};
+
+static double fraction(int num, int den)
+{
+	return (double)num / den;
+}
+
+static void measure(const char *mode, int threads, long param, struct measurement *m)
+{
+	struct live_target target;
+	struct ps_prochandle *ph;
+	td_thragent_t *ta;
+	td_ta_stats_t stats;
+	uint64_t runnable0, cpu0, runnable1, cpu1, start, end;
+
+	cr_assert(live_start(&target, mode, threads, param, NULL));
+	cr_assert_eq(tdps_open(target.pid, &ph), TDPS_OK);
+	cr_assert_eq(td_ta_new(ph, &ta), TD_OK);
+	sleep_ms(100); /* past the start-up transient */
+
+	/* The window and the kernel's samples bracket each other as
+	 * tightly as two syscalls allow. */
+	runnable0 = kernel_runnable_ns(target.pid);
+	cpu0 = kernel_cpu_ns(target.pid);
+	start = monotonic_ns();
+	cr_assert_eq(td_ta_reset_stats(ta), TD_OK);
+	sleep_ms(WINDOW_MS);
+	cr_assert_eq(td_ta_get_stats(ta, &stats), TD_OK);
+	runnable1 = kernel_runnable_ns(target.pid);
+	cpu1 = kernel_cpu_ns(target.pid);
+	end = monotonic_ns();
+	m->kernel_tasks = kernel_task_count(target.pid);
+
+	m->nthreads = stats.nthreads;
+	m->lwps = fraction(stats.nlwps_num, stats.nlwps_den);
+	m->runnable = fraction(stats.nrunnable_num, stats.nrunnable_den);
+	m->running = fraction(stats.a_concurrency_num, stats.a_concurrency_den);
+	m->idle = fraction(stats.nidle_num, stats.nidle_den);
+	m->kernel_runnable = (double)(runnable1 - runnable0) / (double)(end - start);
+	m->kernel_running = (double)(cpu1 - cpu0) / (double)(end - start);
+	fprintf(stderr,
+		"accuracy %-8s %2d threads param %3ld: nthreads %d tasks %d | lwps %.3f runnable %.3f "
+		"running %.3f idle %.3f | kernel runnable %.3f running %.3f\n",
+		mode, threads, param, m->nthreads, m->kernel_tasks, m->lwps, m->runnable, m->running, m->idle,
+		m->kernel_runnable, m->kernel_running);
+
+	cr_assert_eq(td_ta_delete(ta), TD_OK);
+	tdps_close(ph);
+	cr_assert_eq(live_stop(&target), 0);
+}
+
+/* Shape-independent checks every workload must pass. */
+static void expect_common(const struct measurement *m, int threads)
+{
+	cr_assert_eq(m->nthreads, threads + 1);
+	cr_assert_eq(m->kernel_tasks, threads + 1);
+	cr_assert_float_eq(m->lwps, threads + 1, 1e-6, "steady threads: nlwps is exact");
+	cr_assert_float_eq(m->idle, m->lwps - m->runnable, 1e-6);
+	cr_assert_leq(m->running, m->runnable + 1e-9);
+	/* a_concurrency is the process CPU clock over the window, capped
+	 * at nrunnable. */
+	cr_assert_leq(fabs(m->running - fmin(m->kernel_running, m->runnable)), 0.05 + 0.05 * m->kernel_running,
+		      "running %.3f vs kernel %.3f", m->running, m->kernel_running);
+}
+
+static void expect_near(double value, double expected, double tolerance, const char *what)
+{
+	cr_assert_leq(fabs(value - expected), tolerance, "%s: %.3f, expected %.3f +- %.3f", what, value, expected,
+		      tolerance);
+}
+
+Test(accuracy, spinning_threads)
+{
+	struct measurement m;
+
+	measure("spin", 2, 0, &m);
+	expect_common(&m, 2);
+	expect_near(m.runnable, 2.0, 0.02, "runnable vs shape");
+	expect_near(m.runnable, m.kernel_runnable, 0.15, "runnable vs kernel");
+	expect_near(m.idle, 1.0, 0.02, "idle: the main thread in poll");
+}
+
+Test(accuracy, oversubscribed_spinners)
+{
+	struct measurement m;
+
+	measure("spin", 4, 0, &m);
+	expect_common(&m, 4);
+	expect_near(m.runnable, 4.0, 0.02, "runnable vs shape");
+	expect_near(m.runnable, m.kernel_runnable, 0.3, "runnable vs kernel");
+}
+
+Test(accuracy, duty_cycle)
+{
+	struct measurement m;
+
+	/* 2 threads, 20 ms spinning, 20 ms sleeping: 1 runnable on average. */
+	measure("duty", 2, 20, &m);
+	expect_common(&m, 2);
+	expect_near(m.runnable, 1.0, 0.25, "runnable vs shape");
+	expect_near(m.runnable, m.kernel_runnable, 0.3, "runnable vs kernel");
+}
+
+Test(accuracy, queue_on_one_mutex)
+{
+	struct measurement m;
+
+	/* 3 threads take turns holding one mutex for 5 ms: the holder runs,
+	 * the others wait in pthread_mutex_lock, and at each hand-over the
+	 * woken waiter is runnable until it gets a CPU, which takes long on
+	 * a busy machine: at least one runnable, usually under two, and at
+	 * least the main thread idle. */
+	measure("mutex", 3, 5, &m);
+	expect_common(&m, 3);
+	cr_assert(m.runnable >= 0.9 && m.runnable <= 3.0, "runnable vs shape: %.3f", m.runnable);
+	expect_near(m.runnable, m.kernel_runnable, 0.35, "runnable vs kernel");
+	cr_assert_geq(m.idle, 0.99, "idle %.3f: at least main", m.idle);
+}
+
+Test(accuracy, sleeping_threads)
+{
+	struct measurement m;
+
+	/* The kernel counts a woken sleeper runnable while it waits for a
+	 * CPU; the shim, until it returns from nanosleep: on a busy machine
+	 * the kernel's figure is the larger. */
+	measure("sleep", 3, 10, &m);
+	expect_common(&m, 3);
+	expect_near(m.runnable, 0.0, 0.05, "runnable vs shape");
+	expect_near(m.runnable, m.kernel_runnable, 0.15, "runnable vs kernel");
+}
+
+Test(accuracy, condvar_waiters)
+{
+	struct measurement m;
+
+	measure("condvar", 3, 0, &m);
+	expect_common(&m, 3);
+	expect_near(m.runnable, 0.0, 0.01, "runnable vs shape");
+	expect_near(m.runnable, m.kernel_runnable, 0.02, "runnable vs kernel");
+	expect_near(m.idle, 4.0, 0.01, "idle");
+}
+
+Test(accuracy, setconcurrency_is_reported)
+{
+	struct live_target target;
+	struct ps_prochandle *ph;
+	td_thragent_t *ta;
+	td_ta_stats_t stats;
+
+	cr_assert(live_start(&target, "setconc", 2, 3, NULL));
+	cr_assert_eq(tdps_open(target.pid, &ph), TDPS_OK);
+	cr_assert_eq(td_ta_new(ph, &ta), TD_OK);
+	cr_assert_eq(td_ta_get_stats(ta, &stats), TD_OK);
+	cr_assert_eq(stats.r_concurrency, 3);
+	cr_assert_eq(stats.nthreads, 3);
+	cr_assert_eq(td_ta_delete(ta), TD_OK);
+	tdps_close(ph);
+	cr_assert_eq(live_stop(&target), 0);
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The numbers libc_db derives from a region (docs/READER.md, SPEC §2),
+ * checked exactly against hand-made regions in a fake target.
+ */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <string.h>
+#include <time.h>
+
+#include <tdstat/thread_db_stats.h>
+
+#include "fake_target.h"
+
+#define SECOND 1000000000ull
+
+static struct ps_prochandle target;
+static td_thragent_t *agent;
+
+static void setup(void)
+{
+	fake_target_init(&target, 1024, 0);
+	cr_assert_eq(td_ta_new(&target, &agent), TD_OK);
+}
+
+static void teardown(void)
+{
+	td_ta_delete(agent);
+	fake_target_destroy(&target);
+}
+
+TestSuite(agent_numbers, .init = setup, .fini = teardown, .timeout = 10);
+
+static void set_record(uint32_t index, uint32_t state, uint64_t epoch, uint64_t since, uint64_t tracked,
+		       uint64_t runnable)
+{
+	struct tdstat_record *record = fake_record(&target, index);
+
+	record->seq += 2;
+	record->state = state;
+	record->epoch_ns = epoch;
+	record->since_ns = since;
+	record->acc_tracked_ns = tracked;
+	record->acc_runnable_ns = runnable;
+	if (index >= fake_header(&target)->status.high_water)
+		fake_header(&target)->status.high_water = index + 1;
+}
+
+static void expect_invariants(const td_ta_stats_t *s)
+{
+	cr_assert_gt(s->nlwps_den, 0);
+	cr_assert_eq(s->nrunnable_den, s->nlwps_den);
+	cr_assert_eq(s->a_concurrency_den, s->nlwps_den);
+	cr_assert_eq(s->nidle_den, s->nlwps_den);
+	cr_assert_geq(s->a_concurrency_num, 0);
+	cr_assert_leq(s->a_concurrency_num, s->nrunnable_num);
+	cr_assert_leq(s->nrunnable_num, s->nlwps_num);
+	cr_assert_eq(s->nidle_num, s->nlwps_num - s->nrunnable_num);
+}
+
+/* A closed 10 s window: one thread runnable throughout, one that blocked
+ * for 8 s of its 10, one that exited after 3 s of running, one whose
+ * accumulators belong to an older window. */
+Test(agent_numbers, closed_window_is_exact)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND, we = ws + 10 * SECOND;
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	td_ta_stats_t s;
+
+	control->window_start_ns = ws;
+	control->window_end_ns = we;
+	control->cpu_start_ns = 1 * SECOND;
+	control->cpu_end_ns = 6 * SECOND;
+	control->r_concurrency = 3;
+	set_record(0, TDSTAT_STATE_RUNNABLE, ws - 5, ws - 5 * SECOND, 0, 0);
+	set_record(1, TDSTAT_STATE_BLOCKED, ws, ws + 2 * SECOND, 2 * SECOND, 1 * SECOND);
+	set_record(2, TDSTAT_STATE_FREE, ws, ws + 3 * SECOND, 3 * SECOND, 3 * SECOND);
+	set_record(3, TDSTAT_STATE_FREE, ws - 1, ws - 1, 5 * SECOND, 5 * SECOND);
+	/* Its last change came after the disable: only its closed intervals count. */
+	set_record(4, TDSTAT_STATE_BLOCKED, ws, we + SECOND, 10 * SECOND, 4 * SECOND);
+	fake_header(&target)->status.overflow_live = 2;
+
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(ns.size, sizeof(ns));
+	cr_assert_eq(ns.enabled, 0);
+	cr_assert_eq(ns.nthreads, 5);
+	cr_assert_eq(ns.overflow_threads, 2);
+	cr_assert_eq(ns.r_concurrency, 3);
+	cr_assert_eq(ns.window_start_ns, ws);
+	cr_assert_eq(ns.window_ns, 10 * SECOND);
+	cr_assert_eq(ns.lwps_ns, 33 * SECOND);
+	cr_assert_eq(ns.runnable_ns, 18 * SECOND);
+	cr_assert_eq(ns.idle_ns, 15 * SECOND);
+	cr_assert_eq(ns.cpu_ns, 5 * SECOND);
+	cr_assert_eq(ns.running_ns, 5 * SECOND);
+
+	cr_assert_eq(td_ta_get_stats(agent, &s), TD_OK);
+	expect_invariants(&s);
+	cr_assert_eq(s.nthreads, 5);
+	cr_assert_eq(s.r_concurrency, 3);
+	cr_assert_eq(s.nlwps_den, 10000000);
+	cr_assert_eq(s.nlwps_num, 33000000);
+	cr_assert_eq(s.nrunnable_num, 18000000);
+	cr_assert_eq(s.a_concurrency_num, 5000000);
+	cr_assert_eq(s.nidle_num, 15000000);
+}
+
+Test(agent_numbers, empty_window_is_zero_over_one)
+{
+	td_ta_stats_t s;
+
+	set_record(0, TDSTAT_STATE_RUNNABLE, 0, 0, 0, 0);
+	cr_assert_eq(td_ta_get_stats(agent, &s), TD_OK);
+	cr_assert_eq(s.nthreads, 1);
+	cr_assert_eq(s.nlwps_num, 0);
+	cr_assert_eq(s.nrunnable_num, 0);
+	cr_assert_eq(s.a_concurrency_num, 0);
+	cr_assert_eq(s.nidle_num, 0);
+	cr_assert_eq(s.nlwps_den, 1);
+	expect_invariants(&s);
+}
+
+/* A long window with many threads: D must be halved until every
+ * numerator (and D) fits in an int, and the averages must survive. */
+Test(agent_numbers, large_numerators_halve_the_denominator)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t we = fake_monotonic_ns();
+	td_ta_stats_t s;
+	double lwps;
+
+	control->window_start_ns = 1;
+	control->window_end_ns = we;
+	for (uint32_t i = 0; i < 1000; i++)
+		set_record(i, i % 2 ? TDSTAT_STATE_RUNNABLE : TDSTAT_STATE_BLOCKED, 1, 0, 0, 0);
+	cr_assert_eq(td_ta_get_stats(agent, &s), TD_OK);
+	expect_invariants(&s);
+	lwps = (double)s.nlwps_num / s.nlwps_den;
+	cr_assert(lwps > 999.99 && lwps <= 1000.0, "nlwps %d/%d", s.nlwps_num, s.nlwps_den);
+	cr_assert_lt((uint64_t)s.nlwps_den, (we - 1) / 1000, "D was halved");
+	cr_assert_eq(s.nidle_num, s.nlwps_num - s.nrunnable_num);
+}
+
+static uint64_t process_cpu_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+	return (uint64_t)now.tv_sec * SECOND + (uint64_t)now.tv_nsec;
+}
+
+Test(agent_numbers, enable_disable_reset_write_the_documented_fields)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	struct tdstat_control before = *control;
+	uint64_t cpu_before = process_cpu_ns();
+	td_ta_stats_ns_t first = { .size = sizeof(first) }, second = { .size = sizeof(second) };
+
+	cr_assert_eq(td_ta_enable_stats(agent, 1), TD_OK);
+	cr_assert_eq(control->window_end_ns, TDSTAT_WINDOW_OPEN);
+	cr_assert_gt(control->window_start_ns, before.window_start_ns);
+	cr_assert_geq(control->cpu_start_ns, cpu_before);
+	cr_assert_leq(control->cpu_start_ns, process_cpu_ns());
+	cr_assert_eq(control->generation, before.generation + 1);
+
+	/* Enabling while on starts a new window too. */
+	before = *control;
+	cr_assert_eq(td_ta_enable_stats(agent, 1), TD_OK);
+	cr_assert_gt(control->window_start_ns, before.window_start_ns);
+	cr_assert_eq(control->generation, before.generation + 1);
+
+	before = *control;
+	cr_assert_eq(td_ta_reset_stats(agent), TD_OK);
+	cr_assert_gt(control->window_start_ns, before.window_start_ns);
+	cr_assert_eq(control->window_end_ns, TDSTAT_WINDOW_OPEN);
+
+	before = *control;
+	cr_assert_eq(td_ta_enable_stats(agent, 0), TD_OK);
+	cr_assert_eq(control->window_start_ns, before.window_start_ns);
+	cr_assert_geq(control->window_end_ns, before.window_start_ns);
+	cr_assert_neq(control->window_end_ns, TDSTAT_WINDOW_OPEN);
+	cr_assert_geq(control->cpu_end_ns, control->cpu_start_ns);
+
+	/* Disabled: later reads give the same window; disabling again is a
+	 * no-op. */
+	before = *control;
+	cr_assert_eq(td_ta_enable_stats(agent, 0), TD_OK);
+	cr_assert_eq(memcmp(&before, control, sizeof(before)), 0);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &first), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &second), TD_OK);
+	cr_assert_eq(first.window_ns, second.window_ns);
+	cr_assert_eq(first.cpu_ns, second.cpu_ns);
+
+	/* Reset while off: an empty window that stays empty. */
+	cr_assert_eq(td_ta_reset_stats(agent), TD_OK);
+	cr_assert_eq(control->window_start_ns, control->window_end_ns);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &first), TD_OK);
+	cr_assert_eq(first.window_ns, 0);
+	cr_assert_eq(first.enabled, 0);
+
+	cr_assert_eq(td_ta_setconcurrency(agent, 7), TD_OK);
+	cr_assert_eq(control->r_concurrency, 7);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &first), TD_OK);
+	cr_assert_eq(first.r_concurrency, 7);
+}
+
+/* Averages frozen by a disable stay frozen; nthreads follows the target. */
+Test(agent_numbers, disable_freezes_averages_not_nthreads)
+{
+	td_ta_stats_t first, second;
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+
+	set_record(0, TDSTAT_STATE_RUNNABLE, 0, fake_monotonic_ns(), 0, 0);
+	cr_assert_eq(td_ta_enable_stats(agent, 1), TD_OK);
+	nanosleep(&pause, NULL);
+	cr_assert_eq(td_ta_enable_stats(agent, 0), TD_OK);
+	cr_assert_eq(td_ta_get_stats(agent, &first), TD_OK);
+	nanosleep(&pause, NULL);
+	set_record(1, TDSTAT_STATE_BLOCKED, 0, fake_monotonic_ns(), 0, 0);
+	cr_assert_eq(td_ta_get_stats(agent, &second), TD_OK);
+	cr_assert_eq(first.nthreads, 1);
+	cr_assert_eq(second.nthreads, 2);
+	second.nthreads = first.nthreads;
+	cr_assert_eq(memcmp(&first, &second, sizeof(first)), 0);
+	cr_assert_eq(first.nlwps_num, first.nlwps_den, "one thread tracked throughout: %d/%d", first.nlwps_num,
+		     first.nlwps_den);
+}
+
+/* A reader meeting writers inside their critical sections retries. */
+Test(agent_numbers, torn_records_are_reread)
+{
+	int n;
+
+	for (uint32_t i = 0; i < 8; i++)
+		set_record(i, TDSTAT_STATE_RUNNABLE, 0, 0, 0, 0);
+	target.torn_reads = 5;
+	cr_assert_eq(td_ta_get_nthreads(agent, &n), TD_OK);
+	cr_assert_eq(n, 8);
+}
+
+/* A writer that never leaves its critical section: a bounded wait, then
+ * TD_DBERR. */
+Test(agent_numbers, record_stuck_odd_is_dberr)
+{
+	int n;
+
+	set_record(0, TDSTAT_STATE_RUNNABLE, 0, 0, 0, 0);
+	fake_record(&target, 0)->seq = 1;
+	cr_assert_eq(td_ta_get_nthreads(agent, &n), TD_DBERR);
+}
+
+Test(agent_numbers, bad_state_is_dberr)
+{
+	int n;
+
+	set_record(0, 3, 0, 0, 0, 0);
+	cr_assert_eq(td_ta_get_nthreads(agent, &n), TD_DBERR);
+}
+
+/* A caller with a larger struct (a later version) gets what we know. */
+Test(agent_numbers, larger_stats_ns_gets_our_size)
+{
+	struct {
+		td_ta_stats_ns_t known;
+		uint64_t future[4];
+	} big;
+
+	memset(&big, 0xa5, sizeof(big));
+	big.known.size = sizeof(big);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &big.known), TD_OK);
+	cr_assert_eq(big.known.size, sizeof(td_ta_stats_ns_t));
+	cr_assert_eq(big.future[0], 0xa5a5a5a5a5a5a5a5ull);
+}

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libc_db with libtdstat_ps against live children running the shim:
+ * finding the region (through a symlink, after the file is deleted, or not
+ * at all), exact thread counts, enable/disable/reset, setconcurrency, a
+ * target that exits, and the provider's own diagnostics.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <tdstat/ps_live.h>
+#include <tdstat/region.h>
+#include <tdstat/thread_db_stats.h>
+
+#include "live_target.h"
+
+TestSuite(live, .timeout = 30);
+
+struct session {
+	struct live_target target;
+	struct ps_prochandle *ph;
+	td_thragent_t *ta;
+};
+
+static void session_start(struct session *s, const char *mode, int threads, long param,
+			  const struct live_options *options)
+{
+	cr_assert(live_start(&s->target, mode, threads, param, options));
+	cr_assert_eq(tdps_open(s->target.pid, &s->ph), TDPS_OK);
+	cr_assert_eq(td_ta_new(s->ph, &s->ta), TD_OK);
+}
+
+static void session_stop(struct session *s)
+{
+	cr_assert_eq(td_ta_delete(s->ta), TD_OK);
+	tdps_close(s->ph);
+	cr_assert_eq(live_stop(&s->target), 0);
+}
+
+/* Steady threads: the counts are exact, and every thread was tracked for
+ * the whole window, so nlwps is exactly nthreads. */
+Test(live, steady_counts_are_exact)
+{
+	struct session s;
+	td_ta_stats_t stats;
+	td_ta_stats_ns_t settled = { .size = sizeof(settled) }, later = { .size = sizeof(later) };
+	double runnable;
+	int n = 0;
+
+	session_start(&s, "condvar", 5, 0, NULL);
+	cr_assert_eq(td_ta_get_nthreads(s.ta, &n), TD_OK);
+	cr_assert_eq(n, 6);
+	cr_assert_eq(kernel_task_count(s.target.pid), 6);
+	cr_assert_eq(td_ta_enable_stats(s.ta, 1), TD_OK);
+	sleep_ms(50);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &settled), TD_OK);
+	sleep_ms(100);
+	cr_assert_eq(td_ta_get_stats(s.ta, &stats), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &later), TD_OK);
+	cr_assert_eq(stats.nthreads, 6);
+	cr_assert_eq(stats.nlwps_num, 6 * stats.nlwps_den, "nlwps %d/%d", stats.nlwps_num, stats.nlwps_den);
+	cr_assert_eq(stats.nidle_num, stats.nlwps_num - stats.nrunnable_num);
+	/* Everyone waits.  The first snapshot is past the main thread's way
+	 * from "ready" into poll() (long on a loaded machine): the interval
+	 * between the two snapshots, from the 64-bit call, is all idle. */
+	cr_assert_eq(later.window_start_ns, settled.window_start_ns);
+	cr_assert_eq(later.lwps_ns - settled.lwps_ns, 6 * (later.window_ns - settled.window_ns));
+	runnable = (double)(later.runnable_ns - settled.runnable_ns) / (double)(later.window_ns - settled.window_ns);
+	cr_assert_leq(runnable, 0.01, "runnable %.4f between the snapshots", runnable);
+	session_stop(&s);
+}
+
+Test(live, target_without_shim_is_no_libthread)
+{
+	struct live_target target;
+	struct live_options options = { .preload = "" };
+	struct ps_prochandle *ph;
+	td_thragent_t *ta = NULL;
+
+	cr_assert(live_start(&target, "condvar", 1, 0, &options));
+	cr_assert_eq(tdps_open(target.pid, &ph), TDPS_OK);
+	cr_assert_eq(td_ta_new(ph, &ta), TD_NOLIBTHREAD);
+	cr_assert_null(ta);
+	cr_assert_eq(tdps_last_status(ph), TDPS_OK);
+	tdps_close(ph);
+	cr_assert_eq(live_stop(&target), 0);
+}
+
+/* Makes a private directory holding a copy of the shim or a symlink to it. */
+static void shim_alias(char *directory, char *path, size_t size, const char *name, bool copy)
+{
+	strcpy(directory, "/tmp/tdstat-dbagent-XXXXXX");
+	cr_assert_not_null(mkdtemp(directory));
+	snprintf(path, size, "%s/%s", directory, name);
+	if (!copy) {
+		cr_assert_eq(symlink(tdtest_shim_path(), path), 0);
+		return;
+	}
+	char command[PATH_MAX * 2 + 16];
+	snprintf(command, sizeof(command), "cp '%s' '%s'", tdtest_shim_path(), path);
+	cr_assert_eq(system(command), 0);
+}
+
+Test(live, shim_through_symlink_is_found)
+{
+	char directory[64], path[PATH_MAX];
+	struct live_options options = { .enable = true };
+	struct session s;
+	int n;
+
+	shim_alias(directory, path, sizeof(path), "libsomething-else.so", false);
+	options.preload = path;
+	session_start(&s, "condvar", 2, 0, &options);
+	cr_assert_eq(td_ta_get_nthreads(s.ta, &n), TD_OK);
+	cr_assert_eq(n, 3);
+	session_stop(&s);
+	unlink(path);
+	rmdir(directory);
+}
+
+/* The file is gone (replaced by an upgrade, say): the symbol is read from
+ * the target's memory all the same. */
+Test(live, deleted_shim_is_found)
+{
+	char directory[64], path[PATH_MAX];
+	struct live_options options = { .enable = true };
+	struct session s;
+	int n;
+
+	shim_alias(directory, path, sizeof(path), "libtdshim-renamed.so", true);
+	options.preload = path;
+	cr_assert(live_start(&s.target, "condvar", 3, 0, &options));
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rmdir(directory), 0);
+	cr_assert_eq(tdps_open(s.target.pid, &s.ph), TDPS_OK);
+	cr_assert_eq(td_ta_new(s.ph, &s.ta), TD_OK);
+	cr_assert_eq(td_ta_get_nthreads(s.ta, &n), TD_OK);
+	cr_assert_eq(n, 4);
+	session_stop(&s);
+}
+
+static bool same_averages(const td_ta_stats_t *a, const td_ta_stats_t *b)
+{
+	return a->nlwps_num == b->nlwps_num && a->nlwps_den == b->nlwps_den && a->nrunnable_num == b->nrunnable_num &&
+	       a->a_concurrency_num == b->a_concurrency_num && a->nidle_num == b->nidle_num;
+}
+
+Test(live, disable_freezes_enable_and_reset_start_windows)
+{
+	struct live_options options = { .enable = false };
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) }, later = { .size = sizeof(later) };
+	td_ta_stats_t frozen, again;
+	struct session s;
+	char reply[64];
+
+	session_start(&s, "sleep", 2, 5, &options);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &ns), TD_OK);
+	cr_assert_eq(ns.enabled, 0);
+	cr_assert_eq(ns.window_ns, 0, "off from the start: empty window");
+
+	cr_assert_eq(td_ta_enable_stats(s.ta, 1), TD_OK);
+	sleep_ms(60);
+	cr_assert_eq(td_ta_enable_stats(s.ta, 0), TD_OK);
+	cr_assert_eq(td_ta_get_stats(s.ta, &frozen), TD_OK);
+	cr_assert_eq(frozen.nthreads, 3);
+	cr_assert_eq(frozen.nlwps_num, 3 * frozen.nlwps_den);
+	sleep_ms(30);
+	cr_assert(live_command(&s.target, "spawn 2", reply, sizeof(reply)));
+	cr_assert_str_eq(reply, "spawned");
+	cr_assert_eq(td_ta_get_stats(s.ta, &again), TD_OK);
+	cr_assert_eq(again.nthreads, 5, "nthreads stays live while off");
+	cr_assert(same_averages(&frozen, &again), "averages frozen while off");
+
+	/* Reset while off: a new, empty window. */
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &ns), TD_OK);
+	cr_assert_eq(td_ta_reset_stats(s.ta), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &later), TD_OK);
+	cr_assert_gt(later.window_start_ns, ns.window_start_ns);
+	cr_assert_eq(later.window_ns, 0);
+
+	/* Enable: a new window from now, with the five threads in it. */
+	cr_assert_eq(td_ta_enable_stats(s.ta, 1), TD_OK);
+	sleep_ms(30);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &ns), TD_OK);
+	cr_assert_eq(ns.enabled, 1);
+	cr_assert_gt(ns.window_start_ns, later.window_start_ns);
+	cr_assert_eq(ns.lwps_ns, 5 * ns.window_ns);
+
+	/* Reset while on: the window restarts, gathering stays on. */
+	cr_assert_eq(td_ta_reset_stats(s.ta), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &later), TD_OK);
+	cr_assert_eq(later.enabled, 1);
+	cr_assert_gt(later.window_start_ns, ns.window_start_ns);
+	cr_assert_lt(later.window_ns, ns.window_ns);
+	session_stop(&s);
+}
+
+Test(live, setconcurrency_both_ways)
+{
+	td_ta_stats_t stats;
+	struct session s;
+	char reply[64];
+
+	session_start(&s, "setconc", 1, 4, NULL);
+	cr_assert_eq(td_ta_get_stats(s.ta, &stats), TD_OK);
+	cr_assert_eq(stats.r_concurrency, 4);
+	cr_assert_eq(td_ta_setconcurrency(s.ta, 9), TD_OK);
+	cr_assert_eq(td_ta_get_stats(s.ta, &stats), TD_OK);
+	cr_assert_eq(stats.r_concurrency, 9);
+	cr_assert(live_command(&s.target, "getconc", reply, sizeof(reply)));
+	cr_assert_str_eq(reply, "9", "the target's pthread_getconcurrency sees it");
+	session_stop(&s);
+}
+
+Test(live, exited_target_is_dberr_and_no_process)
+{
+	struct session s;
+	td_ta_stats_t stats;
+	char buffer[512];
+
+	session_start(&s, "condvar", 1, 0, NULL);
+	cr_assert_eq(live_stop(&s.target), 0);
+	cr_assert_eq(td_ta_get_stats(s.ta, &stats), TD_DBERR);
+	cr_assert_eq(tdps_last_status(s.ph), TDPS_NO_PROCESS);
+	tdps_explain(tdps_last_status(s.ph), s.target.pid, buffer, sizeof(buffer));
+	cr_assert(strstr(buffer, "no such process"), "%s", buffer);
+	cr_assert_eq(td_ta_delete(s.ta), TD_OK);
+	tdps_close(s.ph);
+}
+
+Test(live, open_reports_missing_process)
+{
+	struct ps_prochandle *ph = (struct ps_prochandle *)1;
+	pid_t child = fork();
+
+	cr_assert_geq(child, 0);
+	if (child == 0)
+		_exit(0);
+	waitpid(child, NULL, 0);
+	cr_assert_eq(tdps_open(child, &ph), TDPS_NO_PROCESS);
+	cr_assert_null(ph);
+	cr_assert_eq(tdps_open(0, &ph), TDPS_NO_PROCESS);
+	cr_assert_eq(tdps_open(-5, &ph), TDPS_NO_PROCESS);
+}
+
+/* An unprivileged user may not read another user's process. */
+Test(live, open_reports_permission)
+{
+	int status;
+	pid_t child;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to become another user");
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		struct ps_prochandle *ph;
+
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(3);
+		_exit(tdps_open(getppid(), &ph) == TDPS_PERMISSION ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+}
+
+Test(live, explain_names_cause_and_fix)
+{
+	char buffer[512];
+
+	tdps_explain(TDPS_PERMISSION, 42, buffer, sizeof(buffer));
+	cr_assert(strstr(buffer, "42") && strstr(buffer, "ptrace") && strstr(buffer, "CAP_SYS_PTRACE"), "%s", buffer);
+	tdps_explain(TDPS_NOT_DYNAMIC, 42, buffer, sizeof(buffer));
+	cr_assert(strstr(buffer, "static"), "%s", buffer);
+	tdps_explain(TDPS_NO_PROCESS, 42, buffer, sizeof(buffer));
+	cr_assert(strstr(buffer, "no such process"), "%s", buffer);
+	cr_assert_null(strchr(buffer, '\n'));
+	tdps_explain(TDPS_IO, 42, buffer, 8);
+	cr_assert_eq(strlen(buffer), 7);
+}
+
+/* A static program has no dynamic symbol tables: the shim cannot be in it,
+ * and the provider says why. */
+Test(live, static_target_is_not_dynamic)
+{
+	struct tdtest_child child;
+	const char *argv[] = { STATIC_TARGET_PATH, NULL };
+	struct tdtest_spawn_options spawn = { .pipe_stdin = true };
+	struct ps_prochandle *ph;
+	td_thragent_t *ta = NULL;
+	char line[64];
+
+	cr_assert_eq(tdtest_spawn(&child, argv, &spawn), 0);
+	cr_assert_geq(tdtest_read_line(&child, line, sizeof(line), 10000), 0);
+	cr_assert_eq(tdps_open(child.pid, &ph), TDPS_OK);
+	cr_assert_eq(td_ta_new(ph, &ta), TD_NOLIBTHREAD);
+	cr_assert_eq(tdps_last_status(ph), TDPS_NOT_DYNAMIC);
+	tdps_close(ph);
+	cr_assert_eq(tdtest_wait(&child, 10000), 0);
+}
+
+/* The provider's own routines on a live target. */
+Test(live, provider_reads_writes_and_refuses_to_stop)
+{
+	struct session s;
+	psaddr_t region;
+	uint64_t magic = 0;
+	int32_t concurrency = 11, back = 0;
+	uintptr_t field;
+
+	session_start(&s, "condvar", 1, 0, NULL);
+	cr_assert_eq(ps_pglobal_lookup(s.ph, NULL, TDSTAT_REGION_SYMBOL, &region), PS_OK);
+	cr_assert_eq(ps_pdread(s.ph, region, &magic, sizeof(magic)), PS_OK);
+	cr_assert_eq(magic, TDSTAT_REGION_MAGIC);
+	field = (uintptr_t)region + offsetof(struct tdstat_region_header, control.r_concurrency);
+	cr_assert_eq(ps_ptwrite(s.ph, (psaddr_t)field, &concurrency, sizeof(concurrency)), PS_OK);
+	cr_assert_eq(ps_ptread(s.ph, (psaddr_t)field, &back, sizeof(back)), PS_OK);
+	cr_assert_eq(back, 11);
+	cr_assert_eq(ps_pglobal_lookup(s.ph, "libc.so.6", "no_such_symbol_anywhere", &region), PS_NOSYM);
+	cr_assert_eq(ps_pglobal_lookup(s.ph, "libc.so.6", "malloc", &region), PS_OK);
+	cr_assert_eq(ps_pdread(s.ph, (psaddr_t)8, &magic, sizeof(magic)), PS_BADADDR);
+	cr_assert_eq(tdps_last_status(s.ph), TDPS_IO);
+	cr_assert_eq(ps_getpid(s.ph), s.target.pid);
+	cr_assert_eq(ps_pstop(s.ph), PS_ERR);
+	cr_assert_eq(ps_pcontinue(s.ph), PS_ERR);
+	cr_assert_eq(ps_lstop(s.ph, s.target.pid), PS_ERR);
+	cr_assert_eq(ps_lcontinue(s.ph, s.target.pid), PS_ERR);
+	session_stop(&s);
+}
+
+/* TDSTAT_MAX_THREADS lowers the record capacity: the threads past it are
+ * counted in the overflow figure, and in nthreads. */
+Test(live, overflow_threads_are_counted)
+{
+	struct live_options options = { .enable = true, .max_threads = "4" };
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	struct session s;
+	int n;
+
+	session_start(&s, "condvar", 6, 0, &options);
+	cr_assert_eq(td_ta_get_nthreads(s.ta, &n), TD_OK);
+	cr_assert_eq(n, 7);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &ns), TD_OK);
+	cr_assert_eq(ns.nthreads, 7);
+	cr_assert_eq(ns.overflow_threads, 3);
+	session_stop(&s);
+}
