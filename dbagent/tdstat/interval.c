@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Averages over an interval of one window, from two 64-bit snapshots.
+ *
+ * The integrals only grow within a window, so the difference of two
+ * snapshots is the integral over the interval between them; watching
+ * therefore never needs to reset the target.  The fractions follow the
+ * rule of SPEC §2 so that a row over the whole window equals what
+ * td_ta_get_stats would report, and a_concurrency <= nrunnable <= nlwps
+ * holds in every row.
+ */
+#include "tdstat.h"
+
+#include <limits.h>
+#include <string.h>
+
+struct integrals {
+	uint64_t window_ns;
+	uint64_t lwps_ns;
+	uint64_t runnable_ns;
+	uint64_t running_ns;
+};
+
+static uint64_t minimum(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t growth(uint64_t from, uint64_t to)
+{
+	return to > from ? to - from : 0;
+}
+
+static void integrals_between(struct integrals *out, const td_ta_stats_ns_t *from,
+			      const td_ta_stats_ns_t *to)
+{
+	static const td_ta_stats_ns_t window_start;
+	uint64_t cpu_ns;
+
+	if (!from)
+		from = &window_start;
+	out->window_ns = growth(from->window_ns, to->window_ns);
+	out->lwps_ns = growth(from->lwps_ns, to->lwps_ns);
+	out->runnable_ns = minimum(growth(from->runnable_ns, to->runnable_ns), out->lwps_ns);
+	cpu_ns = growth(from->cpu_ns, to->cpu_ns);
+	out->running_ns = minimum(cpu_ns, out->runnable_ns);
+}
+
+static uint64_t numerator(uint64_t integral_ns, uint64_t denominator, uint64_t window_ns)
+{
+	return (uint64_t)((unsigned __int128)integral_ns * denominator / window_ns);
+}
+
+/* SPEC §2: D = max(1, |W| in µs), halved while D or any numerator would
+ * exceed INT_MAX; nidle_num = nlwps_num - nrunnable_num. */
+static void fractions(struct tdstat_interval *out, const struct integrals *in)
+{
+	uint64_t denominator, lwps, runnable, running;
+
+	if (in->window_ns == 0) {
+		out->nlwps_den = out->nrunnable_den = out->a_concurrency_den = out->nidle_den = 1;
+		return;
+	}
+	denominator = in->window_ns / 1000 ? in->window_ns / 1000 : 1;
+	for (;;) {
+		lwps = numerator(in->lwps_ns, denominator, in->window_ns);
+		runnable = numerator(in->runnable_ns, denominator, in->window_ns);
+		running = numerator(in->running_ns, denominator, in->window_ns);
+		if ((denominator <= INT_MAX && lwps <= INT_MAX) || denominator == 1)
+			break;
+		denominator /= 2;
+	}
+	out->nlwps_num = (int)minimum(lwps, INT_MAX);
+	out->nrunnable_num = (int)minimum(runnable, INT_MAX);
+	out->a_concurrency_num = (int)minimum(running, INT_MAX);
+	out->nidle_num = out->nlwps_num - out->nrunnable_num;
+	out->nlwps_den = out->nrunnable_den = (int)denominator;
+	out->a_concurrency_den = out->nidle_den = (int)denominator;
+}
+
+static double average(uint64_t integral_ns, uint64_t window_ns)
+{
+	return window_ns ? (double)integral_ns / (double)window_ns : 0.0;
+}
+
+void tdstat_interval_compute(struct tdstat_interval *out, pid_t pid,
+			     const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to)
+{
+	struct integrals in;
+
+	memset(out, 0, sizeof(*out));
+	integrals_between(&in, from, to);
+	out->pid = pid;
+	out->nthreads = to->nthreads;
+	out->r_concurrency = to->r_concurrency;
+	fractions(out, &in);
+	out->lwps = average(in.lwps_ns, in.window_ns);
+	out->runnable = average(in.runnable_ns, in.window_ns);
+	out->running = average(in.running_ns, in.window_ns);
+	out->idle = average(in.lwps_ns - in.runnable_ns, in.window_ns);
+	out->window_s = (double)in.window_ns / 1e9;
+}
+
+bool tdstat_same_window(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b)
+{
+	return a->window_start_ns == b->window_start_ns && b->window_ns >= a->window_ns;
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdstat: concurrency statistics of a live process (SPEC §6).
+ *
+ *   tdstat [-i SECS] [-c COUNT] [--json] PID
+ *   tdstat enable|disable|reset PID
+ *   tdstat run [--json] [-o FILE] -- CMD [ARG...]
+ */
+#include "tdstat.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TDSTAT_VERSION
+#error "TDSTAT_VERSION must be the project's version"
+#endif
+
+enum { OPTION_JSON = 256 };
+
+static const char usage_text[] =
+	"Usage: tdstat [-i SECS] [-c COUNT] [--json] PID\n"
+	"       tdstat enable|disable|reset PID\n"
+	"       tdstat run [--json] [-o FILE] -- CMD [ARG...]\n"
+	"\n"
+	"Thread-concurrency statistics (Solaris's td_ta_get_stats) of a process\n"
+	"running with libtdshim.so preloaded, read through libc_db.\n"
+	"\n"
+	"  PID              print a line every interval: the first covers the\n"
+	"                   window so far, each later one the last interval\n"
+	"  -i, --interval SECS  seconds between lines (default 1)\n"
+	"  -c, --count COUNT    print COUNT lines, then exit (default: until ^C)\n"
+	"  --json           one JSON object per line\n"
+	"  enable PID       start a new window (gathering on)\n"
+	"  disable PID      stop gathering; the averages freeze\n"
+	"  reset PID        start a new window now\n"
+	"  run -- CMD       run CMD under the shim, print its statistics on stderr\n"
+	"                   when it ends; exit with its status (128+N for signal N)\n"
+	"  -o, --output FILE    (run) write the statistics to FILE\n"
+	"  -h, --help       this text\n"
+	"  -V, --version    the version\n"
+	"\n"
+	"Environment: TDSTAT_SHIM overrides the libtdshim.so that `run` preloads.\n"
+	"See tdstat(1), libtdshim(7), td_ta_enable_stats(3).\n";
+
+void tdstat_error(const char *format, ...)
+{
+	va_list arguments;
+
+	fputs("tdstat: ", stderr);
+	va_start(arguments, format);
+	vfprintf(stderr, format, arguments);
+	va_end(arguments);
+	fputc('\n', stderr);
+}
+
+static int usage_error(const char *message, const char *detail)
+{
+	tdstat_error("%s%s; see `tdstat --help`", message, detail ? detail : "");
+	return TDSTAT_EXIT_USAGE;
+}
+
+static int parse_pid(const char *text, pid_t *pid)
+{
+	char *end;
+	long value;
+
+	errno = 0;
+	value = strtol(text, &end, 10);
+	if (errno || end == text || *end || value <= 0 || value > INT_MAX)
+		return -1;
+	*pid = (pid_t)value;
+	return 0;
+}
+
+static int parse_interval(const char *text, double *seconds)
+{
+	char *end;
+	double value = strtod(text, &end);
+
+	if (end == text || *end || !isfinite(value) || value < 0.001 || value > 86400.0)
+		return -1;
+	*seconds = value;
+	return 0;
+}
+
+static int parse_count(const char *text, long *count)
+{
+	char *end;
+	long value;
+
+	errno = 0;
+	value = strtol(text, &end, 10);
+	if (errno || end == text || *end || value <= 0)
+		return -1;
+	*count = value;
+	return 0;
+}
+
+/* Options given to a subcommand it does not take, or unknown ones. */
+static int option_error(int option, const char *argument)
+{
+	if (option == ':')
+		return usage_error("missing argument to ", argument);
+	return usage_error("unknown option ", argument);
+}
+
+static int main_watch(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, OPTION_JSON },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tdstat_watch_options options = { .interval_s = 1.0 };
+	int option;
+
+	while ((option = getopt_long(argc, argv, "+:i:c:", long_options, NULL)) != -1) {
+		switch (option) {
+		case 'i':
+			if (parse_interval(optarg, &options.interval_s) < 0)
+				return usage_error("bad interval: ", optarg);
+			break;
+		case 'c':
+			if (parse_count(optarg, &options.count) < 0)
+				return usage_error("bad count: ", optarg);
+			break;
+		case OPTION_JSON:
+			options.format = TDSTAT_FORMAT_JSON;
+			break;
+		default:
+			return option_error(option, argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 1)
+		return usage_error(argc == optind ? "no PID given" : "more than one PID given", NULL);
+	if (parse_pid(argv[optind], &options.pid) < 0)
+		return usage_error("not a process ID: ", argv[optind]);
+	return tdstat_watch(&options);
+}
+
+static int main_control(enum tdstat_control_action action, int argc, char **argv)
+{
+	pid_t pid;
+
+	if (argc != 3)
+		return usage_error(argc < 3 ? "no PID given to " : "too many arguments to ", argv[1]);
+	if (parse_pid(argv[2], &pid) < 0)
+		return usage_error("not a process ID: ", argv[2]);
+	return tdstat_control(action, pid);
+}
+
+static int main_run(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "json", no_argument, NULL, OPTION_JSON },
+		{ "output", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tdstat_run_options options = { 0 };
+	int option;
+
+	/* Parse after "run"; '+' stops at CMD so its options stay its own. */
+	argc--;
+	argv++;
+	optind = 1;
+	while ((option = getopt_long(argc, argv, "+:o:", long_options, NULL)) != -1) {
+		switch (option) {
+		case 'o':
+			options.output_path = optarg;
+			break;
+		case OPTION_JSON:
+			options.format = TDSTAT_FORMAT_JSON;
+			break;
+		default:
+			return option_error(option, argv[optind - 1]);
+		}
+	}
+	if (optind == argc)
+		return usage_error("no command given to run", NULL);
+	options.argv = argv + optind;
+	return tdstat_run(&options);
+}
+
+static int main_information(const char *argument)
+{
+	if (!strcmp(argument, "--help") || !strcmp(argument, "-h")) {
+		fputs(usage_text, stdout);
+		return TDSTAT_EXIT_OK;
+	}
+	printf("tdstat %s\n", TDSTAT_VERSION);
+	return TDSTAT_EXIT_OK;
+}
+
+static bool is_information(const char *argument)
+{
+	static const char *const names[] = { "--help", "-h", "--version", "-V" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(argument, names[i]))
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	const char *command = argc > 1 ? argv[1] : "";
+
+	opterr = 0;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2)
+		return usage_error("no PID or subcommand given", NULL);
+	if (is_information(command))
+		return main_information(command);
+	if (!strcmp(command, "enable"))
+		return main_control(TDSTAT_CONTROL_ENABLE, argc, argv);
+	if (!strcmp(command, "disable"))
+		return main_control(TDSTAT_CONTROL_DISABLE, argc, argv);
+	if (!strcmp(command, "reset"))
+		return main_control(TDSTAT_CONTROL_RESET, argc, argv);
+	if (!strcmp(command, "run"))
+		return main_run(argc, argv);
+	return main_watch(argc, argv);
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The three ways a line of statistics is printed: a row under a header
+ * (live mode), a JSON object on one line (--json), and the summary that
+ * `tdstat run` prints when its command ends.
+ */
+#include "tdstat.h"
+
+#include <time.h>
+
+void tdstat_report_header(FILE *out)
+{
+	fprintf(out, "%-8s %8s %8s %6s %9s %8s %8s %8s %9s\n",
+		"TIME", "PID", "NTHREADS", "RCONC", "RUNNABLE", "RUNNING",
+		"LWPS", "IDLE", "WINDOW");
+}
+
+void tdstat_report_row(FILE *out, const struct tdstat_interval *interval)
+{
+	char clock[16] = "-";
+	time_t now = time(NULL);
+	struct tm local;
+
+	if (localtime_r(&now, &local))
+		strftime(clock, sizeof(clock), "%H:%M:%S", &local);
+	fprintf(out, "%-8s %8d %8d %6d %9.2f %8.2f %8.2f %8.2f %8.2fs\n",
+		clock, (int)interval->pid, interval->nthreads,
+		interval->r_concurrency, interval->runnable, interval->running,
+		interval->lwps, interval->idle, interval->window_s);
+}
+
+void tdstat_report_json(FILE *out, const struct tdstat_interval *interval)
+{
+	fprintf(out,
+		"{\"pid\":%d,\"nthreads\":%d,\"r_concurrency\":%d,"
+		"\"nrunnable_num\":%d,\"nrunnable_den\":%d,"
+		"\"a_concurrency_num\":%d,\"a_concurrency_den\":%d,"
+		"\"nlwps_num\":%d,\"nlwps_den\":%d,"
+		"\"nidle_num\":%d,\"nidle_den\":%d,"
+		"\"runnable\":%.6f,\"running\":%.6f,\"lwps\":%.6f,\"idle\":%.6f,"
+		"\"window_s\":%.6f}\n",
+		(int)interval->pid, interval->nthreads, interval->r_concurrency,
+		interval->nrunnable_num, interval->nrunnable_den,
+		interval->a_concurrency_num, interval->a_concurrency_den,
+		interval->nlwps_num, interval->nlwps_den,
+		interval->nidle_num, interval->nidle_den,
+		interval->runnable, interval->running, interval->lwps,
+		interval->idle, interval->window_s);
+}
+
+static void summary_line(FILE *out, double value, const char *name,
+			 int num, int den, const char *meaning)
+{
+	fprintf(out, "  %12.3f  %-15s %-34s (%d/%d)\n", value, name, meaning, num, den);
+}
+
+void tdstat_report_summary(FILE *out, const struct tdstat_interval *interval,
+			   const char *command, bool enabled)
+{
+	fprintf(out, "\n Thread statistics of '%s' (pid %d), %.3f s%s:\n\n",
+		command, (int)interval->pid, interval->window_s,
+		enabled ? ", the whole run" : ", up to when gathering was turned off");
+	fprintf(out, "  %12d  %-15s %s\n", interval->nthreads, "nthreads",
+		"threads alive at exit");
+	fprintf(out, "  %12d  %-15s %s\n", interval->r_concurrency, "r_concurrency",
+		"requested concurrency");
+	summary_line(out, interval->runnable, "nrunnable", interval->nrunnable_num,
+		     interval->nrunnable_den, "runnable threads, on average");
+	summary_line(out, interval->running, "a_concurrency", interval->a_concurrency_num,
+		     interval->a_concurrency_den, "running threads (on a CPU)");
+	summary_line(out, interval->lwps, "nlwps", interval->nlwps_num,
+		     interval->nlwps_den, "LWPs (threads) in use");
+	summary_line(out, interval->idle, "nidle", interval->nidle_num,
+		     interval->nidle_den, "idle LWPs (waiting threads)");
+	fputc('\n', out);
+}

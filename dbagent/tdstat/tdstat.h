@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdstat, the command: private declarations shared by its files.
+ *
+ *   main.c      arguments, dispatch, usage
+ *   target.c    a PID -> a libc_db agent (through libtdstat_ps), errors
+ *   interval.c  two 64-bit snapshots -> averages and int fractions
+ *   report.c    rows, JSON lines and the summary of `run`
+ *   watch.c     live mode
+ *   control.c   enable, disable, reset
+ *   run.c       run CMD under the shim, read it at its exit stop
+ *   shim_path.c where libtdshim.so is, built or installed
+ *
+ * Everything read from a target goes through libc_db (td_ta_*); the
+ * command never looks at the target's memory itself.
+ */
+#ifndef TDSTAT_COMMAND_H
+#define TDSTAT_COMMAND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include <tdstat/thread_db_stats.h>
+
+/* Exit statuses (SPEC §6). */
+enum {
+	TDSTAT_EXIT_OK = 0,
+	TDSTAT_EXIT_FAILURE = 1,
+	TDSTAT_EXIT_USAGE = 2,
+};
+
+/* A PID with an agent attached to it. */
+struct tdstat_target {
+	pid_t pid;
+	int open_status; /* enum tdps_status of tdps_open */
+	struct ps_prochandle *process;
+	td_thragent_t *agent;
+};
+
+/* What one printed line covers: an interval of one window. */
+struct tdstat_interval {
+	pid_t pid;
+	int nthreads;
+	int r_concurrency;
+	/* Fractions as td_ta_stats_t holds them (SPEC §2). */
+	int nrunnable_num, nrunnable_den;
+	int a_concurrency_num, a_concurrency_den;
+	int nlwps_num, nlwps_den;
+	int nidle_num, nidle_den;
+	/* The same averages as floating point, from the nanosecond integrals. */
+	double runnable, running, lwps, idle;
+	double window_s;
+};
+
+enum tdstat_format {
+	TDSTAT_FORMAT_TEXT,
+	TDSTAT_FORMAT_JSON,
+};
+
+/* Prints "tdstat: <message>\n" on stderr: every error is one such line. */
+void tdstat_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* target.c */
+/* Attaches an agent to pid; prints nothing.  TD_DBERR when the process
+ * could not be opened (tdstat_target_explain says why). */
+td_err_e tdstat_target_attach(struct tdstat_target *target, pid_t pid);
+/* tdstat_target_attach, and on failure the explanation: returns 0 or -1. */
+int tdstat_target_open(struct tdstat_target *target, pid_t pid);
+void tdstat_target_close(struct tdstat_target *target);
+/* Takes a snapshot; on failure returns the td_err_e and leaves *stats
+ * unspecified. */
+td_err_e tdstat_target_snapshot(const struct tdstat_target *target, td_ta_stats_ns_t *stats);
+/* Prints the one-line explanation of err (from a call on target). */
+void tdstat_target_explain(const struct tdstat_target *target, td_err_e err);
+/* True when err says the target is gone (it exited while we watched). */
+bool tdstat_target_vanished(const struct tdstat_target *target, td_err_e err);
+
+/* interval.c */
+/* The interval [from, to] of one window; from == NULL means the window's
+ * start (the window so far). */
+void tdstat_interval_compute(struct tdstat_interval *out, pid_t pid,
+			     const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to);
+/* True when both snapshots belong to the same window. */
+bool tdstat_same_window(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b);
+
+/* report.c */
+void tdstat_report_header(FILE *out);
+void tdstat_report_row(FILE *out, const struct tdstat_interval *interval);
+void tdstat_report_json(FILE *out, const struct tdstat_interval *interval);
+void tdstat_report_summary(FILE *out, const struct tdstat_interval *interval,
+			   const char *command, bool enabled);
+
+/* shim_path.c */
+/* The shim to preload: $TDSTAT_SHIM, else the one built beside this
+ * binary (in the build tree) or installed with it.  Returns NULL when that
+ * file does not exist; *expected then names where it was looked for. */
+const char *tdstat_shim_path(const char **expected);
+
+/* Subcommands; each returns the process's exit status. */
+struct tdstat_watch_options {
+	pid_t pid;
+	double interval_s;
+	long count; /* rows to print; 0: until interrupted */
+	enum tdstat_format format;
+};
+int tdstat_watch(const struct tdstat_watch_options *options);
+
+enum tdstat_control_action {
+	TDSTAT_CONTROL_ENABLE,
+	TDSTAT_CONTROL_DISABLE,
+	TDSTAT_CONTROL_RESET,
+};
+int tdstat_control(enum tdstat_control_action action, pid_t pid);
+
+struct tdstat_run_options {
+	enum tdstat_format format;
+	const char *output_path; /* NULL: stderr */
+	char *const *argv;       /* CMD [ARG...], NULL-terminated */
+};
+int tdstat_run(const struct tdstat_run_options *options);
+
+#endif /* TDSTAT_COMMAND_H */

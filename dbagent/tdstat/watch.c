@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live mode: `tdstat [-i SECS] [-c COUNT] [--json] PID`.
+ *
+ * The first line covers the window so far; each later line the last
+ * interval only, the difference of two snapshots of the same window.  A
+ * reset or re-enable in between starts a new window: that line then covers
+ * the new window so far.  Nothing here writes to the target.
+ */
+#include "tdstat.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int signo)
+{
+	(void)signo;
+	interrupted = 1;
+}
+
+/* No SA_RESTART: the signal must cut the sleep short. */
+static void catch_interrupts(void)
+{
+	struct sigaction action;
+
+	memset(&action, 0, sizeof(action));
+	action.sa_handler = on_interrupt;
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGINT, &action, NULL);
+	sigaction(SIGTERM, &action, NULL);
+	sigaction(SIGHUP, &action, NULL);
+}
+
+static void add_seconds(struct timespec *deadline, double seconds)
+{
+	long long nanoseconds = (long long)(seconds * 1e9);
+
+	deadline->tv_sec += nanoseconds / 1000000000;
+	deadline->tv_nsec += nanoseconds % 1000000000;
+	if (deadline->tv_nsec >= 1000000000) {
+		deadline->tv_sec++;
+		deadline->tv_nsec -= 1000000000;
+	}
+}
+
+/* Returns false when interrupted. */
+static bool sleep_until(const struct timespec *deadline)
+{
+	while (!interrupted) {
+		int err = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline, NULL);
+
+		if (err == 0)
+			return !interrupted;
+		if (err != EINTR)
+			return false;
+	}
+	return false;
+}
+
+static void say_gathering_off(pid_t pid)
+{
+	tdstat_error("gathering is off in process %d: turn it on with "
+		     "`tdstat enable %d` (or start the program with "
+		     "`tdstat run -- CMD`, or with TDSTAT_ENABLE=1 in its "
+		     "environment)", (int)pid, (int)pid);
+}
+
+static void print_line(const struct tdstat_watch_options *options,
+		       const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to)
+{
+	struct tdstat_interval interval;
+
+	tdstat_interval_compute(&interval, options->pid, from, to);
+	if (options->format == TDSTAT_FORMAT_JSON)
+		tdstat_report_json(stdout, &interval);
+	else
+		tdstat_report_row(stdout, &interval);
+	fflush(stdout);
+}
+
+/* One tick after the first line.  Returns -1 to stop with *status set. */
+static int watch_tick(const struct tdstat_watch_options *options,
+		      const struct tdstat_target *target,
+		      td_ta_stats_ns_t *previous, int *status)
+{
+	td_ta_stats_ns_t current;
+	td_err_e err = tdstat_target_snapshot(target, &current);
+
+	if (err != TD_OK) {
+		if (tdstat_target_vanished(target, err)) {
+			tdstat_error("process %d has exited", (int)options->pid);
+			*status = TDSTAT_EXIT_OK;
+		} else {
+			tdstat_target_explain(target, err);
+			*status = TDSTAT_EXIT_FAILURE;
+		}
+		return -1;
+	}
+	if (!current.enabled) {
+		if (previous->enabled)
+			say_gathering_off(options->pid);
+	} else if (previous->enabled && tdstat_same_window(previous, &current)) {
+		print_line(options, previous, &current);
+	} else {
+		print_line(options, NULL, &current);
+	}
+	*previous = current;
+	return 0;
+}
+
+static int watch_target(const struct tdstat_watch_options *options,
+			const struct tdstat_target *target)
+{
+	td_ta_stats_ns_t previous;
+	struct timespec deadline;
+	td_err_e err;
+	int status = TDSTAT_EXIT_OK;
+
+	err = tdstat_target_snapshot(target, &previous);
+	if (err != TD_OK) {
+		tdstat_target_explain(target, err);
+		return TDSTAT_EXIT_FAILURE;
+	}
+	if (!previous.enabled) {
+		say_gathering_off(options->pid);
+		return TDSTAT_EXIT_FAILURE;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	if (options->format == TDSTAT_FORMAT_TEXT)
+		tdstat_report_header(stdout);
+	print_line(options, NULL, &previous);
+	for (long tick = 1; options->count == 0 || tick < options->count; tick++) {
+		add_seconds(&deadline, options->interval_s);
+		if (!sleep_until(&deadline))
+			break;
+		if (watch_tick(options, target, &previous, &status) < 0)
+			break;
+	}
+	return status;
+}
+
+int tdstat_watch(const struct tdstat_watch_options *options)
+{
+	struct tdstat_target target;
+	int status;
+
+	catch_interrupts();
+	if (tdstat_target_open(&target, options->pid) < 0)
+		return TDSTAT_EXIT_FAILURE;
+	status = watch_target(options, &target);
+	tdstat_target_close(&target);
+	return status;
+}
