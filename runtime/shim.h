@@ -96,8 +96,25 @@ struct tdstat_record *tdshim_slot_claim(void);
 void tdshim_slot_release(struct tdstat_record *record);
 void tdshim_slots_reset_after_fork(void);
 
-/* glibc's semaphore layout, checked at start-up (runtime/wrap_sync.c). */
+/* glibc's semaphore and rwlock layouts, checked at start-up
+ * (runtime/wrap_sync.c). */
 void tdshim_probe_semaphore_layout(void);
+void tdshim_probe_rwlock_layout(void);
+
+/*
+ * pthread_testcancel, for wrappers whose non-waiting path must act on a
+ * pending cancellation as the real call would.  Until some thread has
+ * called pthread_cancel no cancellation can be pending, and the call (a
+ * third of an uncontended sem_wait) is skipped.  A cancel that sets the
+ * flag just after a thread tested it is indistinguishable from one that
+ * arrived after the call returned.
+ */
+extern int tdshim_cancel_requested;
+static inline void tdshim_testcancel(void)
+{
+	if (caa_unlikely(CMM_LOAD_SHARED(tdshim_cancel_requested)))
+		pthread_testcancel();
+}
 
 /* Thread lifecycle (runtime/thread.c). */
 void tdshim_thread_adopt(void);

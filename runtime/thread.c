@@ -148,6 +148,17 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	return error;
 }
 
+int tdshim_cancel_requested;
+
+TDSHIM_EXPORT int pthread_cancel(pthread_t thread)
+{
+	TDSHIM_REQUIRE_PTHREAD(pthread_cancel);
+	/* Full barrier: visible before the target can see the request. */
+	uatomic_set(&tdshim_cancel_requested, 1);
+	cmm_smp_mb();
+	return tdshim_real_pthread_cancel(thread);
+}
+
 TDSHIM_EXPORT int pthread_setconcurrency(int level)
 {
 	int error;

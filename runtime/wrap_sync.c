@@ -11,8 +11,48 @@
  */
 #include "shim.h"
 
-__attribute__((noinline)) static int rdlock_wait(pthread_rwlock_t *lock)
+/*
+ * Read locks.  glibc's rwlock keeps its state in the public __readers
+ * field: the reader count from bit 3 up, and in bits 0-2 the write phase,
+ * a writer holding the lock and readers waiting.  With bits 0-2 clear (a
+ * read phase, no writer anywhere) both rdlock and tryrdlock just add one
+ * reader; the shim does that CAS itself, when a start-up check found the
+ * field behaving so (glibc's own rdlock and unlock move it 0 -> 8 -> 0).
+ * Every other state goes to tryrdlock, then to a BLOCKED rdlock.
+ */
+#define RWLOCK_STATE_BITS 7u
+#define RWLOCK_ONE_READER 8u
+#define RWLOCK_READER_OVERFLOW (1u << 31)
+
+static bool rwlock_layout_known;
+
+void tdshim_probe_rwlock_layout(void)
 {
+	pthread_rwlock_t probe = PTHREAD_RWLOCK_INITIALIZER;
+	bool ok = probe.__data.__readers == 0;
+
+	ok = ok && tdshim_real_pthread_rwlock_rdlock &&
+	     tdshim_real_pthread_rwlock_rdlock(&probe) == 0 &&
+	     probe.__data.__readers == RWLOCK_ONE_READER;
+	ok = ok && pthread_rwlock_unlock(&probe) == 0 && probe.__data.__readers == 0;
+	rwlock_layout_known = ok;
+}
+
+static bool add_reader_if_idle(pthread_rwlock_t *lock)
+{
+	unsigned int seen = CMM_LOAD_SHARED(lock->__data.__readers);
+
+	if ((seen & RWLOCK_STATE_BITS) != 0 || seen + RWLOCK_ONE_READER >= RWLOCK_READER_OVERFLOW)
+		return false;
+	return uatomic_cmpxchg(&lock->__data.__readers, seen, seen + RWLOCK_ONE_READER) == seen;
+}
+
+__attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *lock)
+{
+	int error = pthread_rwlock_tryrdlock(lock);
+
+	if (error != EBUSY)
+		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_rdlock);
 	TDSHIM_WAIT_SCOPE();
 	return tdshim_real_pthread_rwlock_rdlock(lock);
@@ -20,11 +60,9 @@ __attribute__((noinline)) static int rdlock_wait(pthread_rwlock_t *lock)
 
 TDSHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *lock)
 {
-	int error = pthread_rwlock_tryrdlock(lock);
-
-	if (caa_likely(error != EBUSY))
-		return error;
-	return rdlock_wait(lock);
+	if (caa_likely(CMM_LOAD_SHARED(rwlock_layout_known)) && caa_likely(add_reader_if_idle(lock)))
+		return 0;
+	return rdlock_slow(lock);
 }
 
 __attribute__((noinline)) static int wrlock_wait(pthread_rwlock_t *lock)
@@ -220,7 +258,7 @@ static bool take_if_positive(sem_t *semaphore)
  * succeeds. */
 static bool sem_would_wait(sem_t *semaphore, int *result)
 {
-	pthread_testcancel();
+	tdshim_testcancel();
 	if (caa_likely(CMM_LOAD_SHARED(semaphore_layout_known))) {
 		*result = 0;
 		return !take_if_positive(semaphore);
@@ -250,7 +288,7 @@ TDSHIM_EXPORT int sem_wait(sem_t *semaphore)
 {
 	if (caa_unlikely(!CMM_LOAD_SHARED(semaphore_layout_known)))
 		return sem_wait_slow(semaphore, false);
-	pthread_testcancel();
+	tdshim_testcancel();
 	if (caa_likely(take_if_positive(semaphore)))
 		return 0;
 	return sem_wait_slow(semaphore, true);
