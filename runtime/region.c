@@ -55,24 +55,37 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
  * with gathering off never reads the clock, and a stale since_ns is
  * harmless: the next window starts after it, and readers take
  * max(since_ns, window_start_ns).
+ *
+ * An empty window (end <= start) is also what a reader sees between the
+ * two writes of an enable (start first, then end = OPEN): there the
+ * record's since_ns must not move, or the time from the new start to this
+ * change would be lost once the enable completes.
  */
 void tdshim_record_set_state(struct tdstat_record *record, uint32_t new_state)
 {
 	const struct tdstat_control *control = &tdstat_region.header.control;
 	uint64_t window_start = CMM_LOAD_SHARED(control->window_start_ns);
 	uint64_t window_end = CMM_LOAD_SHARED(control->window_end_ns);
-	bool clocked = window_end == TDSTAT_WINDOW_OPEN || record->since_ns < window_end;
+	bool clocked = window_end == TDSTAT_WINDOW_OPEN ||
+		       (window_start < window_end && record->since_ns < window_end);
 	uint64_t now = clocked ? tdshim_now_ns() : 0;
 
 	CMM_STORE_SHARED(record->seq, record->seq + 1);
 	cmm_smp_wmb();
 	if (clocked) {
+		/* A record still on an older window has not changed state since
+		 * this window was published, except in the gap between the
+		 * controller reading its clock (window_start) and its write
+		 * landing: a change made then set since_ns past window_start
+		 * while reading the old window.  Counting from window_start
+		 * keeps that gap's time (in the current state). */
+		uint64_t from = max_u64(record->since_ns, window_start);
 		if (record->epoch_ns != window_start) {
 			record->epoch_ns = window_start;
 			record->acc_tracked_ns = 0;
 			record->acc_runnable_ns = 0;
+			from = window_start;
 		}
-		uint64_t from = max_u64(record->since_ns, window_start);
 		uint64_t to = min_u64(now, window_end);
 		if (to > from && record->state != TDSTAT_STATE_FREE) {
 			record->acc_tracked_ns += to - from;

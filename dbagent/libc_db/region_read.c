@@ -213,7 +213,10 @@ static td_err_e record_add(const struct record_view *record, const struct window
 		counted = tracked != 0;
 	}
 	if (record->state != TDSTAT_STATE_FREE) {
-		uint64_t start = tddb_max_u64(record->since_ns, bounds->start);
+		/* A record on an older window has not changed state since this
+		 * one began (region.h): its open interval starts with it. */
+		uint64_t start = record->epoch_ns == bounds->start ? tddb_max_u64(record->since_ns, bounds->start)
+								   : bounds->start;
 
 		sums->live++;
 		counted = true;

@@ -65,8 +65,11 @@ enum tdstat_thread_state {
  * that used it) that fall inside the window starting at epoch_ns.  The
  * interval still open, [since_ns, now) in the current state, is not in
  * them.  When epoch_ns differs from control.window_start_ns the
- * accumulators belong to an older window and count as zero; since_ns is
- * then at most the current window's start.
+ * accumulators belong to an older window and count as zero, and the open
+ * interval counts from the window's start: the record has not changed
+ * state since the window was published (a change made in the instant
+ * between the controller reading its clock and its write landing may have
+ * set since_ns a little later; that instant counts in the current state).
  */
 struct tdstat_record {
 	uint32_t seq;
