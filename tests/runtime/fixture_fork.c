@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rt_fork on|off main|thread: fork while another thread waits, from the
+ * main thread or from a second thread, with gathering on or off.
+ *
+ * The child prints child.* lines: its live records, whether its one
+ * record carries its own tid, status.pid, the window (restarted at the
+ * fork when gathering was on, empty otherwise), and that it can still
+ * create and track a thread.  The parent then prints parent.* lines.
+ */
+#define _GNU_SOURCE
+#include "fixture.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static sem_t hold, child_gate;
+static bool gathering;
+static uint64_t before_fork_ns;
+
+static void *waits(void *arg)
+{
+	(void)arg;
+	sem_wait(&hold);
+	return NULL;
+}
+
+static void *child_thread(void *arg)
+{
+	(void)arg;
+	sem_wait(&child_gate);
+	return NULL;
+}
+
+static void in_child(void)
+{
+	struct tdstat_region *region = fx_region();
+	const struct tdstat_control *control = &region->header.control;
+	struct fx_record own = fx_record_of(fx_gettid());
+	struct fx_snapshot snapshot;
+	pthread_t thread;
+
+	printf("child.live=%d\n", fx_live_records());
+	printf("child.own_record=%d\n", own.state == TDSTAT_STATE_RUNNABLE && own.tid == getpid());
+	printf("child.status_pid=%d\n", region->header.status.pid == getpid());
+	printf("child.overflow_live=%u\n", region->header.status.overflow_live);
+	printf("child.enabled=%d\n", control->window_end_ns == TDSTAT_WINDOW_OPEN);
+	printf("child.window_after_fork=%d\n", control->window_start_ns >= before_fork_ns);
+	printf("child.window_empty=%d\n", control->window_start_ns == control->window_end_ns);
+	fx_spin_ns(20 * 1000000ull);
+	snapshot = fx_snapshot();
+	fx_print_snapshot("child", &snapshot);
+	/* one thread only, alive since before the window start */
+	printf("child.tracked_is_window=%d\n", snapshot.tracked_ns == snapshot.window_ns);
+	sem_init(&child_gate, 0, 0);
+	pthread_create(&thread, NULL, child_thread, NULL);
+	printf("child.live_with_thread=%d\n", fx_live_records());
+	sem_post(&child_gate);
+	pthread_join(thread, NULL);
+	printf("child.live_end=%d\n", fx_live_records());
+	fflush(stdout);
+	_exit(0);
+}
+
+static int do_fork(void)
+{
+	int status;
+	pid_t child;
+
+	fflush(stdout);
+	before_fork_ns = fx_now_ns();
+	child = fork();
+	if (child < 0)
+		fx_die("fork");
+	if (child == 0)
+		in_child();
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+		fx_die("child failed");
+	return 0;
+}
+
+static void *forks(void *arg)
+{
+	(void)arg;
+	do_fork();
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t waiter, forker;
+
+	if (argc != 3)
+		fx_die("usage: rt_fork on|off main|thread");
+	fx_region();
+	gathering = !strcmp(argv[1], "on");
+	if (gathering)
+		fx_enable();
+	sem_init(&hold, 0, 0);
+	pthread_create(&waiter, NULL, waits, NULL);
+	if (!strcmp(argv[2], "thread")) {
+		pthread_create(&forker, NULL, forks, NULL);
+		pthread_join(forker, NULL);
+	} else {
+		do_fork();
+	}
+	printf("parent.live=%d\n", fx_live_records());
+	printf("parent.status_pid=%d\n", fx_region()->header.status.pid == getpid());
+	printf("parent.enabled=%d\n",
+	       fx_region()->header.control.window_end_ns == TDSTAT_WINDOW_OPEN);
+	sem_post(&hold);
+	pthread_join(waiter, NULL);
+	return 0;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rt_layout: the region as the shim exports it.  Prints the symbol's ELF
+ * size and type (dladdr1 RTLD_DL_SYMENT), the header the shim filled in
+ * and whether each published layout offset matches region.h.
+ */
+#define _GNU_SOURCE
+#include "fixture.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <unistd.h>
+
+int main(void)
+{
+	struct tdstat_region *region = fx_region();
+	const struct tdstat_region_header *h = &region->header;
+	const struct tdstat_layout *l = &h->layout;
+	const ElfW(Sym) *symbol = NULL;
+	Dl_info info;
+
+	if (!dladdr1(region, &info, (void **)&symbol, RTLD_DL_SYMENT) || !symbol)
+		fx_die("dladdr1 found no symbol for the region");
+	printf("symbol_name=%s\n", info.dli_sname ? info.dli_sname : "(none)");
+	printf("symbol_is_start=%d\n", info.dli_saddr == (void *)region);
+	printf("symbol_size_ok=%d\n", symbol->st_size >= sizeof(struct tdstat_region));
+	printf("symbol_object=%d\n", ELF64_ST_TYPE(symbol->st_info) == STT_OBJECT);
+	printf("symbol_global=%d\n", ELF64_ST_BIND(symbol->st_info) == STB_GLOBAL);
+	printf("object=%s\n", info.dli_fname ? info.dli_fname : "(none)");
+
+	printf("magic_ok=%d\n", h->magic == TDSTAT_REGION_MAGIC);
+	printf("abi_major=%u\n", h->abi_major);
+	printf("abi_minor=%u\n", h->abi_minor);
+	printf("header_size=%u\n", h->header_size);
+	printf("region_size_ok=%d\n",
+	       h->region_size >= (uint64_t)h->records_offset + (uint64_t)h->record_capacity * h->record_size &&
+	       h->region_size <= symbol->st_size);
+	printf("records_offset=%u\n", h->records_offset);
+	printf("record_size=%u\n", h->record_size);
+	printf("record_capacity=%u\n", h->record_capacity);
+	printf("layout_size=%u\n", h->layout_size);
+	printf("layout_ok=%d\n",
+	       l->control_offset == offsetof(struct tdstat_region_header, control) &&
+	       l->status_offset == offsetof(struct tdstat_region_header, status) &&
+	       l->record_seq == offsetof(struct tdstat_record, seq) &&
+	       l->record_state == offsetof(struct tdstat_record, state) &&
+	       l->record_tid == offsetof(struct tdstat_record, tid) &&
+	       l->record_epoch == offsetof(struct tdstat_record, epoch_ns) &&
+	       l->record_since == offsetof(struct tdstat_record, since_ns) &&
+	       l->record_acc_tracked == offsetof(struct tdstat_record, acc_tracked_ns) &&
+	       l->record_acc_runnable == offsetof(struct tdstat_record, acc_runnable_ns));
+	printf("status_capacity=%u\n", h->status.capacity);
+	printf("status_pid_ok=%d\n", h->status.pid == getpid());
+	printf("status_start_set=%d\n", h->status.start_ns != 0 && h->status.start_ns <= fx_now_ns());
+	printf("status_exit_ns=%llu\n", (unsigned long long)h->status.exit_ns);
+	printf("main_record=%d\n", fx_record_of(getpid()).state == TDSTAT_STATE_RUNNABLE);
+	return 0;
+}

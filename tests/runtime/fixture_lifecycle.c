@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rt_lifecycle HOW: a thread's tracking from pthread_create to its end.
+ *
+ * HOW is the way the thread ends: return, exit (pthread_exit), cancel_cond,
+ * cancel_join, cancel_sem (cancelled while waiting in that call), detached
+ * (returns, nobody joins), create_failure (pthread_create fails).
+ *
+ * Prints live_before, live_after_create (just after pthread_create
+ * returned), tid_recorded (the thread found its own record with its tid),
+ * state_waiting (the thread's record while it waits), joined (the join
+ * result was right), live_after (once the thread is gone) and
+ * mutex_free (cancel_cond: the cleanup handler released the mutex).
+ */
+#define _GNU_SOURCE
+#include "fixture.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static sem_t start_gate, hold_gate;
+static pid_t thread_tid;
+static int tid_recorded;
+static pthread_t helper;
+
+static void publish_self(void)
+{
+	pid_t tid = fx_gettid();
+
+	__atomic_store_n(&tid_recorded, fx_record_of(tid).tid == tid, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&thread_tid, tid, __ATOMIC_SEQ_CST);
+}
+
+static void *returns(void *arg)
+{
+	(void)arg;
+	sem_wait(&start_gate);
+	publish_self();
+	sem_wait(&hold_gate);
+	return (void *)42;
+}
+
+static void *exits(void *arg)
+{
+	(void)arg;
+	sem_wait(&start_gate);
+	publish_self();
+	sem_wait(&hold_gate);
+	pthread_exit((void *)43);
+}
+
+static void unlock_mutex(void *arg)
+{
+	pthread_mutex_unlock(arg);
+}
+
+static void *waits_on_cond(void *arg)
+{
+	(void)arg;
+	sem_wait(&start_gate);
+	publish_self();
+	pthread_mutex_lock(&mutex);
+	pthread_cleanup_push(unlock_mutex, &mutex);
+	for (;;)
+		pthread_cond_wait(&cond, &mutex);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+static void *joins_helper(void *arg)
+{
+	(void)arg;
+	sem_wait(&start_gate);
+	publish_self();
+	pthread_join(helper, NULL);
+	return NULL;
+}
+
+static void *waits_on_sem(void *arg)
+{
+	(void)arg;
+	sem_wait(&start_gate);
+	publish_self();
+	for (;;)
+		sem_wait(&hold_gate);
+	return NULL;
+}
+
+static void *holds(void *arg)
+{
+	(void)arg;
+	sem_wait(&hold_gate);
+	return (void *)44;
+}
+
+static pid_t wait_for_tid(void)
+{
+	uint64_t deadline = fx_now_ns() + FX_TIMEOUT_MS * 1000000ull;
+	pid_t tid;
+
+	while (!(tid = __atomic_load_n(&thread_tid, __ATOMIC_SEQ_CST))) {
+		if (fx_now_ns() > deadline)
+			fx_die("thread did not start");
+		sched_yield();
+	}
+	return tid;
+}
+
+static int create_failure(int live_before)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+	int error;
+
+	pthread_attr_init(&attr);
+	/* no address space holds this stack: creation fails */
+	pthread_attr_setstacksize(&attr, (size_t)1 << 46);
+	error = pthread_create(&thread, &attr, returns, NULL);
+	printf("create_error=%s\n", error ? "failed" : "succeeded");
+	printf("live_after=%d\n", fx_live_records());
+	(void)live_before;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	void *(*body)(void *) = NULL;
+	const char *how = argc > 1 ? argv[1] : "";
+	bool detached = !strcmp(how, "detached");
+	void *expected = NULL, *result = NULL;
+	pthread_attr_t attr;
+	pthread_t thread;
+	int live_before;
+	pid_t tid;
+
+	fx_region();
+	sem_init(&start_gate, 0, 0);
+	sem_init(&hold_gate, 0, 0);
+	live_before = fx_live_records();
+	printf("live_before=%d\n", live_before);
+	if (!strcmp(how, "create_failure"))
+		return create_failure(live_before);
+	if (!strcmp(how, "return") || detached) {
+		body = returns;
+		expected = (void *)42;
+	} else if (!strcmp(how, "exit")) {
+		body = exits;
+		expected = (void *)43;
+	} else if (!strcmp(how, "cancel_cond")) {
+		body = waits_on_cond;
+	} else if (!strcmp(how, "cancel_join")) {
+		body = joins_helper;
+		pthread_create(&helper, NULL, holds, NULL);
+		live_before++;
+	} else if (!strcmp(how, "cancel_sem")) {
+		body = waits_on_sem;
+	} else {
+		fx_die("unknown way to end: %s", how);
+	}
+	if (body == waits_on_cond || body == joins_helper || body == waits_on_sem)
+		expected = PTHREAD_CANCELED;
+
+	pthread_attr_init(&attr);
+	if (detached)
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_create(&thread, &attr, body, NULL);
+	/* the thread waits for start_gate: it has not done anything yet */
+	printf("live_after_create=%d\n", fx_live_records() - live_before);
+	sem_post(&start_gate);
+	tid = wait_for_tid();
+	printf("tid_recorded=%d\n", __atomic_load_n(&tid_recorded, __ATOMIC_SEQ_CST));
+	printf("state_waiting=%s\n",
+	       fx_wait_state(tid, TDSTAT_STATE_BLOCKED) ? "BLOCKED" : "never-BLOCKED");
+	printf("live_during=%d\n", fx_live_records() - live_before);
+
+	if (expected == PTHREAD_CANCELED)
+		pthread_cancel(thread);
+	else
+		sem_post(&hold_gate);
+	if (detached) {
+		printf("joined=1\n");
+		printf("live_after=%d\n", fx_wait_live(live_before) ? 0 : fx_live_records() - live_before);
+	} else {
+		int error = pthread_join(thread, &result);
+
+		printf("joined=%d\n", error == 0 && result == expected);
+		/* after a join the thread runs no more code: no waiting for it */
+		printf("live_after=%d\n", fx_live_records() - live_before);
+	}
+	printf("thread_record_gone=%d\n", fx_find_record(tid) < 0);
+	if (body == waits_on_cond) {
+		int error = pthread_mutex_trylock(&mutex);
+
+		printf("mutex_free=%d\n", error == 0);
+	}
+	if (body == joins_helper) {
+		sem_post(&hold_gate);
+		pthread_join(helper, &result);
+		printf("helper_joined=%d\n", result == (void *)44);
+		printf("live_final=%d\n", fx_live_records() - (live_before - 1));
+	}
+	return 0;
+}

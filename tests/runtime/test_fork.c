@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fork: the child tracks only the forking thread (its own tid), the
+ * region says it belongs to the child, and the window restarts at the
+ * fork when gathering was on, or is empty when it was off.
+ */
+#include <criterion/criterion.h>
+
+#include "rt_test.h"
+
+static void expect_child(const char *gathering, const char *from)
+{
+	const char *args[] = { gathering, from, NULL };
+	struct rt_output out = rt_run("rt_fork", args, NULL);
+	bool on = gathering[1] == 'n';
+	long long window, tracked, runnable;
+
+	rt_expect_int(&out, "child.live", 1);
+	rt_expect_int(&out, "child.own_record", 1);
+	rt_expect_int(&out, "child.status_pid", 1);
+	rt_expect_int(&out, "child.overflow_live", 0);
+	rt_expect_int(&out, "child.enabled", on);
+	rt_expect_int(&out, "child.impossible", 0);
+	window = rt_int(&out, "child.window_ns");
+	tracked = rt_int(&out, "child.tracked_ns");
+	runnable = rt_int(&out, "child.runnable_ns");
+	if (on) {
+		rt_expect_int(&out, "child.window_after_fork", 1);
+		cr_expect_gt(window, 0);
+		cr_expect_gt(tracked, 0, "the forking thread is tracked in the child's window");
+		cr_expect_leq(tracked, window,
+			      "one thread in the child: tracked %lld > |W| %lld (the parent's threads counted?)",
+			      tracked, window);
+		cr_expect_leq(runnable, tracked);
+	} else {
+		rt_expect_int(&out, "child.window_empty", 1);
+		cr_expect_eq(window, 0);
+		cr_expect_eq(tracked, 0);
+	}
+	rt_expect_int(&out, "child.live_with_thread", 2);
+	rt_expect_int(&out, "child.live_end", 1);
+	/* the parent is untouched: main and the waiting thread */
+	rt_expect_int(&out, "parent.live", 2);
+	rt_expect_int(&out, "parent.status_pid", 1);
+	rt_expect_int(&out, "parent.enabled", on);
+	rt_free(&out);
+}
+
+Test(fork, gathering_on_from_main) { expect_child("on", "main"); }
+Test(fork, gathering_off_from_main) { expect_child("off", "main"); }
+Test(fork, gathering_on_from_thread) { expect_child("on", "thread"); }
+Test(fork, gathering_off_from_thread) { expect_child("off", "thread"); }

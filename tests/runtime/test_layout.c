@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The region's ABI: every field at the offset region.h documents (numbers
+ * written out here, not recomputed), and the shim's exported symbol large
+ * enough and filled in to match.
+ */
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <tdstat/region.h>
+
+#include "rt_test.h"
+
+#define AT(type, field, offset)                                                           \
+	cr_expect_eq(offsetof(type, field), (size_t)(offset), #type "." #field ": at %zu, documented %d", \
+		     offsetof(type, field), (offset))
+
+Test(layout, record)
+{
+	cr_expect_eq(sizeof(struct tdstat_record), 64);
+	AT(struct tdstat_record, seq, 0);
+	AT(struct tdstat_record, state, 4);
+	AT(struct tdstat_record, tid, 8);
+	AT(struct tdstat_record, generation, 12);
+	AT(struct tdstat_record, epoch_ns, 16);
+	AT(struct tdstat_record, since_ns, 24);
+	AT(struct tdstat_record, acc_tracked_ns, 32);
+	AT(struct tdstat_record, acc_runnable_ns, 40);
+	AT(struct tdstat_record, reserved, 48);
+}
+
+Test(layout, control)
+{
+	cr_expect_eq(sizeof(struct tdstat_control), 64);
+	AT(struct tdstat_control, window_start_ns, 0);
+	AT(struct tdstat_control, window_end_ns, 8);
+	AT(struct tdstat_control, cpu_start_ns, 16);
+	AT(struct tdstat_control, cpu_end_ns, 24);
+	AT(struct tdstat_control, generation, 32);
+	AT(struct tdstat_control, r_concurrency, 40);
+	AT(struct tdstat_control, reserved, 48);
+}
+
+Test(layout, status)
+{
+	cr_expect_eq(sizeof(struct tdstat_status), 64);
+	AT(struct tdstat_status, high_water, 0);
+	AT(struct tdstat_status, capacity, 4);
+	AT(struct tdstat_status, overflow_live, 8);
+	AT(struct tdstat_status, overflow_total, 16);
+	AT(struct tdstat_status, start_ns, 24);
+	AT(struct tdstat_status, exit_ns, 32);
+	AT(struct tdstat_status, pid, 40);
+	AT(struct tdstat_status, reserved, 48);
+}
+
+Test(layout, header_and_region)
+{
+	cr_expect_eq(sizeof(struct tdstat_layout), 32);
+	AT(struct tdstat_layout, control_offset, 0);
+	AT(struct tdstat_layout, record_acc_runnable, 16);
+	cr_expect_eq(sizeof(struct tdstat_region_header), 256);
+	AT(struct tdstat_region_header, magic, 0);
+	AT(struct tdstat_region_header, abi_major, 8);
+	AT(struct tdstat_region_header, abi_minor, 10);
+	AT(struct tdstat_region_header, header_size, 12);
+	AT(struct tdstat_region_header, region_size, 16);
+	AT(struct tdstat_region_header, records_offset, 24);
+	AT(struct tdstat_region_header, record_size, 28);
+	AT(struct tdstat_region_header, record_capacity, 32);
+	AT(struct tdstat_region_header, layout_size, 36);
+	AT(struct tdstat_region_header, layout, 40);
+	AT(struct tdstat_region_header, control, 128);
+	AT(struct tdstat_region_header, status, 192);
+	AT(struct tdstat_region, records, 256);
+	cr_expect_eq(sizeof(struct tdstat_region), 256 + 64 * (size_t)32768);
+	cr_expect_eq(TDSTAT_REGION_MAGIC, 0x0152746174736474ull);
+	cr_expect_eq(memcmp(&(uint64_t){ TDSTAT_REGION_MAGIC }, "tdstatR\x01", 8), 0,
+		     "magic reads \"tdstatR\\x01\" in memory");
+}
+
+Test(layout, shim_exports_matching_region)
+{
+	struct rt_output out = rt_run("rt_layout", NULL, NULL);
+
+	rt_expect_string(&out, "symbol_name", TDSTAT_REGION_SYMBOL);
+	rt_expect_int(&out, "symbol_is_start", 1);
+	rt_expect_int(&out, "symbol_size_ok", 1);
+	rt_expect_int(&out, "symbol_object", 1);
+	rt_expect_int(&out, "symbol_global", 1);
+	cr_expect(strstr(rt_string(&out, "object"), TDSTAT_SHIM_SONAME) != NULL,
+		  "the region should come from the shim");
+	rt_expect_int(&out, "magic_ok", 1);
+	rt_expect_int(&out, "abi_major", TDSTAT_ABI_MAJOR);
+	rt_expect_int(&out, "abi_minor", TDSTAT_ABI_MINOR);
+	rt_expect_int(&out, "header_size", 256);
+	rt_expect_int(&out, "records_offset", 256);
+	rt_expect_int(&out, "record_size", 64);
+	rt_expect_int(&out, "record_capacity", TDSTAT_RECORD_CAPACITY);
+	rt_expect_int(&out, "layout_size", 32);
+	rt_expect_int(&out, "layout_ok", 1);
+	rt_expect_int(&out, "region_size_ok", 1);
+	rt_expect_int(&out, "status_capacity", TDSTAT_RECORD_CAPACITY);
+	rt_expect_int(&out, "status_pid_ok", 1);
+	rt_expect_int(&out, "status_start_set", 1);
+	rt_expect_int(&out, "status_exit_ns", 0);
+	rt_expect_int(&out, "main_record", 1);
+	rt_free(&out);
+}

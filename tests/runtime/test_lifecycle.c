@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A thread is tracked from pthread_create (the creator claims its record)
+ * until it ends by any path; then its record is free again.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "rt_test.h"
+
+static struct rt_output run(const char *how)
+{
+	const char *args[] = { how, NULL };
+
+	return rt_run("rt_lifecycle", args, NULL);
+}
+
+static void expect_tracked_until_end(const char *how)
+{
+	struct rt_output out = run(how);
+
+	rt_expect_int(&out, "live_after_create", 1);
+	rt_expect_int(&out, "tid_recorded", 1);
+	rt_expect_string(&out, "state_waiting", "BLOCKED");
+	rt_expect_int(&out, "live_during", 1);
+	rt_expect_int(&out, "joined", 1);
+	rt_expect_int(&out, "live_after", 0);
+	rt_expect_int(&out, "thread_record_gone", 1);
+	if (!strcmp(how, "cancel_cond"))
+		rt_expect_int(&out, "mutex_free", 1);
+	if (!strcmp(how, "cancel_join")) {
+		rt_expect_int(&out, "helper_joined", 1);
+		rt_expect_int(&out, "live_final", 0);
+	}
+	rt_free(&out);
+}
+
+Test(lifecycle, main_thread_tracked_from_start)
+{
+	struct rt_output out = run("return");
+
+	rt_expect_int(&out, "live_before", 1);
+	rt_free(&out);
+}
+
+Test(lifecycle, end_by_return) { expect_tracked_until_end("return"); }
+Test(lifecycle, end_by_pthread_exit) { expect_tracked_until_end("exit"); }
+Test(lifecycle, cancelled_in_cond_wait) { expect_tracked_until_end("cancel_cond"); }
+Test(lifecycle, cancelled_in_join) { expect_tracked_until_end("cancel_join"); }
+Test(lifecycle, cancelled_in_sem_wait) { expect_tracked_until_end("cancel_sem"); }
+Test(lifecycle, detached_end_by_return) { expect_tracked_until_end("detached"); }
+
+Test(lifecycle, failed_create_leaves_no_record)
+{
+	struct rt_output out = run("create_failure");
+
+	rt_expect_string(&out, "create_error", "failed");
+	rt_expect_int(&out, "live_after", rt_int(&out, "live_before"));
+	rt_free(&out);
+}

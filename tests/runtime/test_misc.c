@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+#include <criterion/criterion.h>
+
+#include "rt_test.h"
+
+Test(concurrency, set_and_get_through_region)
+{
+	const char *args[] = { "concurrency", NULL };
+	struct rt_output out = rt_run("rt_misc", args, NULL);
+
+	rt_expect_int(&out, "initial_get", 0);
+	rt_expect_int(&out, "initial_region", 0);
+	rt_expect_int(&out, "set4", 0);
+	rt_expect_int(&out, "after_set_get", 4);
+	rt_expect_int(&out, "after_set_region", 4);
+	rt_expect_string(&out, "set_negative", "EINVAL");
+	rt_expect_int(&out, "after_negative_get", 4);
+	rt_expect_int(&out, "after_controller_get", 7);
+	rt_expect_int(&out, "set0", 0);
+	rt_expect_int(&out, "after_set0_get", 0);
+	rt_expect_int(&out, "after_set0_region", 0);
+	rt_free(&out);
+}
+
+static void expect_signal_post(const char *scenario)
+{
+	const char *args[] = { scenario, NULL };
+	struct rt_output out = rt_run("rt_misc", args, NULL);
+
+	rt_expect_string(&out, "observed", "BLOCKED");
+	rt_expect_int(&out, "wait_result", 0);
+	rt_expect_int(&out, "handled", 1);
+	rt_expect_string(&out, "state_after", "RUNNABLE");
+	rt_expect_int(&out, "seq_even", 1);
+	rt_expect_int(&out, "sem_value", 0);
+	rt_free(&out);
+}
+
+Test(signal, handler_posts_while_sem_wait_waits) { expect_signal_post("signal_post"); }
+Test(signal, handler_waits_itself_inside_sem_wait) { expect_signal_post("signal_nested"); }
+
+Test(overflow, more_threads_than_capacity)
+{
+	const char *args[] = { "40", NULL };
+	const char *env[] = { "TDSTAT_MAX_THREADS=16", NULL };
+	struct rt_output out = rt_run("rt_overflow", args, env);
+
+	rt_expect_int(&out, "created", 40);
+	rt_expect_int(&out, "checksum_ok", 1);
+	rt_expect_int(&out, "start.capacity", 16);
+	rt_expect_int(&out, "start.live", 1);
+	rt_expect_int(&out, "start.overflow_live", 0);
+	/* 41 threads alive: 16 in records, 25 counted as overflow */
+	rt_expect_int(&out, "alive.live", 16);
+	rt_expect_int(&out, "alive.overflow_live", 25);
+	rt_expect_int(&out, "alive.overflow_total", 25);
+	cr_expect_leq(rt_int(&out, "alive.high_water"), 16, "records past capacity were used");
+	rt_expect_int(&out, "joined.live", 1);
+	rt_expect_int(&out, "joined.overflow_live", 0);
+	rt_expect_int(&out, "joined.overflow_total", 25);
+	rt_free(&out);
+}
+
+Test(overflow, capacity_is_full_size_by_default)
+{
+	const char *args[] = { "4", NULL };
+	struct rt_output out = rt_run("rt_overflow", args, NULL);
+
+	rt_expect_int(&out, "start.capacity", 32768);
+	rt_expect_int(&out, "alive.live", 5);
+	rt_expect_int(&out, "alive.overflow_live", 0);
+	rt_expect_int(&out, "checksum_ok", 1);
+	rt_free(&out);
+}
+
+Test(mutex, default_mutex_counts_right_under_contention)
+{
+	const char *args[] = { "mutex_counter", NULL };
+	struct rt_output out = rt_run("rt_misc", args, NULL);
+
+	rt_expect_int(&out, "counter_ok", 1);
+	rt_expect_int(&out, "token_passes_ok", 1);
+	rt_expect_int(&out, "mutex_free", 1);
+	rt_expect_int(&out, "live_end", 1);
+	rt_free(&out);
+}
+
+Test(lifecycle, thread_not_seen_created_is_adopted_when_it_waits)
+{
+	const char *args[] = { "adopt", NULL };
+	struct rt_output out = rt_run("rt_misc", args, NULL);
+
+	rt_expect_string(&out, "observed", "BLOCKED");
+	rt_expect_int(&out, "live_while_waiting", 2);
+	rt_expect_int(&out, "result", 5);
+	rt_expect_int(&out, "record_gone", 1);
+	rt_expect_int(&out, "live_end", 1);
+	rt_free(&out);
+}
+
+Test(lifecycle, main_thread_pthread_exit_ends_its_tracking)
+{
+	const char *args[] = { "main_exit", NULL };
+	struct rt_output out = rt_run("rt_misc", args, NULL);
+
+	rt_expect_int(&out, "live_before", 1);
+	rt_expect_int(&out, "main_record_freed", 1);
+	rt_expect_int(&out, "own_record", 1);
+	rt_free(&out);
+}
+
+Test(overflow, ended_threads_give_their_records_back)
+{
+	/* 400 threads, at most 9 at once, in 16 records: none may overflow */
+	const char *args[] = { "400", NULL };
+	const char *env[] = { "TDSTAT_MAX_THREADS=16", NULL };
+	struct rt_output out = rt_run("rt_churn", args, env);
+
+	rt_expect_int(&out, "overflow_total", 0);
+	rt_expect_int(&out, "impossible", 0);
+	rt_expect_int(&out, "live_end", 1);
+	cr_expect_leq(rt_int(&out, "high_water"), 16);
+	rt_free(&out);
+}
