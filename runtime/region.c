@@ -169,25 +169,7 @@ static void fill_header(void)
 {
 	struct tdstat_region_header *header = &tdstat_region.header;
 
-	header->abi_major = TDSTAT_ABI_MAJOR;
-	header->abi_minor = TDSTAT_ABI_MINOR;
-	header->header_size = sizeof(struct tdstat_region_header);
-	header->region_size = sizeof(struct tdstat_region);
-	header->records_offset = offsetof(struct tdstat_region, records);
-	header->record_size = sizeof(struct tdstat_record);
-	header->record_capacity = TDSTAT_RECORD_CAPACITY;
-	header->layout_size = sizeof(struct tdstat_layout);
-	header->layout = (struct tdstat_layout){
-		.control_offset = offsetof(struct tdstat_region_header, control),
-		.status_offset = offsetof(struct tdstat_region_header, status),
-		.record_seq = offsetof(struct tdstat_record, seq),
-		.record_state = offsetof(struct tdstat_record, state),
-		.record_tid = offsetof(struct tdstat_record, tid),
-		.record_epoch = offsetof(struct tdstat_record, epoch_ns),
-		.record_since = offsetof(struct tdstat_record, since_ns),
-		.record_acc_tracked = offsetof(struct tdstat_record, acc_tracked_ns),
-		.record_acc_runnable = offsetof(struct tdstat_record, acc_runnable_ns),
-	};
+	tdstat_region_header_describe(header, TDSTAT_RECORD_CAPACITY);
 	header->status.capacity = capacity_from_environment();
 	header->status.pid = getpid();
 	header->status.start_ns = tdshim_now_ns();

@@ -156,6 +156,37 @@ struct tdstat_region {
 	struct tdstat_record records[TDSTAT_RECORD_CAPACITY];
 };
 
+/*
+ * Fills the self-description of a header for `record_capacity` records
+ * placed right after it: sizes, ABI numbers and the layout table, but not
+ * the magic (the shim writes it last, once the rest is in place), the
+ * control block or the status block.
+ */
+static inline void tdstat_region_header_describe(struct tdstat_region_header *header,
+						 uint32_t record_capacity)
+{
+	header->abi_major = TDSTAT_ABI_MAJOR;
+	header->abi_minor = TDSTAT_ABI_MINOR;
+	header->header_size = sizeof(struct tdstat_region_header);
+	header->records_offset = sizeof(struct tdstat_region_header);
+	header->record_size = sizeof(struct tdstat_record);
+	header->record_capacity = record_capacity;
+	header->region_size = sizeof(struct tdstat_region_header) +
+			      (uint64_t)record_capacity * sizeof(struct tdstat_record);
+	header->layout_size = sizeof(struct tdstat_layout);
+	header->layout = (struct tdstat_layout){
+		.control_offset = offsetof(struct tdstat_region_header, control),
+		.status_offset = offsetof(struct tdstat_region_header, status),
+		.record_seq = offsetof(struct tdstat_record, seq),
+		.record_state = offsetof(struct tdstat_record, state),
+		.record_tid = offsetof(struct tdstat_record, tid),
+		.record_epoch = offsetof(struct tdstat_record, epoch_ns),
+		.record_since = offsetof(struct tdstat_record, since_ns),
+		.record_acc_tracked = offsetof(struct tdstat_record, acc_tracked_ns),
+		.record_acc_runnable = offsetof(struct tdstat_record, acc_runnable_ns),
+	};
+}
+
 #define TDSTAT_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 
 TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_record) == 64, "record is one cache line");

@@ -29,25 +29,8 @@ void fake_target_init(struct ps_prochandle *ph, uint32_t capacity, uint32_t used
 
 	header = fake_header(ph);
 	header->magic = TDSTAT_REGION_MAGIC;
-	header->abi_major = TDSTAT_ABI_MAJOR;
-	header->abi_minor = TDSTAT_ABI_MINOR;
-	header->header_size = sizeof(*header);
+	tdstat_region_header_describe(header, capacity);
 	header->region_size = ph->image_size;
-	header->records_offset = sizeof(*header);
-	header->record_size = sizeof(struct tdstat_record);
-	header->record_capacity = capacity;
-	header->layout_size = sizeof(struct tdstat_layout);
-	header->layout = (struct tdstat_layout){
-		.control_offset = offsetof(struct tdstat_region_header, control),
-		.status_offset = offsetof(struct tdstat_region_header, status),
-		.record_seq = offsetof(struct tdstat_record, seq),
-		.record_state = offsetof(struct tdstat_record, state),
-		.record_tid = offsetof(struct tdstat_record, tid),
-		.record_epoch = offsetof(struct tdstat_record, epoch_ns),
-		.record_since = offsetof(struct tdstat_record, since_ns),
-		.record_acc_tracked = offsetof(struct tdstat_record, acc_tracked_ns),
-		.record_acc_runnable = offsetof(struct tdstat_record, acc_runnable_ns),
-	};
 	header->control.window_start_ns = now;
 	header->control.window_end_ns = now;
 	header->status.high_water = used;
