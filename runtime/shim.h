@@ -193,6 +193,13 @@ static inline int *tdshim_errno(void)
 	return location;
 }
 
+/* A timeout the kernel accepts (NULL: none).  With any other the real
+ * call fails with EINVAL whatever is ready, so no try may come first. */
+static inline bool tdshim_timeout_valid(const struct timespec *timeout)
+{
+	return !timeout || (timeout->tv_sec >= 0 && timeout->tv_nsec >= 0 && timeout->tv_nsec < 1000000000L);
+}
+
 /* errno around a try: a try that fails must not leave its errno behind
  * when the real call then succeeds. */
 #define TDSHIM_SAVE_ERRNO() int tdshim_saved_errno_ = *tdshim_errno()

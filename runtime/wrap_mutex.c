@@ -55,24 +55,34 @@ static bool is_default_mutex(const pthread_mutex_t *mutex)
 	return CMM_LOAD_SHARED(mutex->__data.__kind) == PTHREAD_MUTEX_TIMED_NP;
 }
 
-/* An error-checking mutex its caller already holds fails at once. */
+/* glibc's mark of a robust mutex whose owner died without making it
+ * consistent (PTHREAD_MUTEX_NOTRECOVERABLE in its sources). */
+#define OWNER_NOT_RECOVERABLE 0x7ffffffe
+
+/*
+ * Calls that fail at once, which go straight to glibc with no try and no
+ * transition: an error-checking mutex its caller already holds (EDEADLK),
+ * and a robust mutex that is not recoverable (ENOTRECOVERABLE).  The
+ * latter must not be tried: glibc 2.36's trylock answers ENOTRECOVERABLE
+ * but leaves the lock word taken, so every later call would see EBUSY.
+ */
 static bool fails_without_waiting(const pthread_mutex_t *mutex)
 {
 	int type = CMM_LOAD_SHARED(mutex->__data.__kind) & 3;
+	int owner = CMM_LOAD_SHARED(mutex->__data.__owner);
 
-	return type == PTHREAD_MUTEX_ERRORCHECK_NP &&
-	       CMM_LOAD_SHARED(mutex->__data.__owner) == tdshim_cached_tid();
+	return owner == OWNER_NOT_RECOVERABLE ||
+	       (type == PTHREAD_MUTEX_ERRORCHECK_NP && owner == tdshim_cached_tid());
 }
 
 __attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex)
 {
-	int error = pthread_mutex_trylock(mutex);
-
-	if (error != EBUSY)
-		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_lock);
 	if (fails_without_waiting(mutex))
 		return tdshim_real_pthread_mutex_lock(mutex);
+	int error = pthread_mutex_trylock(mutex);
+	if (error != EBUSY)
+		return error;
 	TDSHIM_WAIT_SCOPE();
 	return tdshim_real_pthread_mutex_lock(mutex);
 }
@@ -90,13 +100,12 @@ TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
 
 TDSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
 {
-	int error = pthread_mutex_trylock(mutex);
-
-	if (error != EBUSY)
-		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_timedlock);
 	if (fails_without_waiting(mutex))
 		return tdshim_real_pthread_mutex_timedlock(mutex, abstime);
+	int error = pthread_mutex_trylock(mutex);
+	if (error != EBUSY)
+		return error;
 	TDSHIM_WAIT_SCOPE();
 	return tdshim_real_pthread_mutex_timedlock(mutex, abstime);
 }
@@ -105,13 +114,11 @@ TDSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t cloc
 					  const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_clocklock);
-	if (!tdshim_clock_supported(clock))
+	if (!tdshim_clock_supported(clock) || fails_without_waiting(mutex))
 		return tdshim_real_pthread_mutex_clocklock(mutex, clock, abstime);
 	int error = pthread_mutex_trylock(mutex);
 	if (error != EBUSY)
 		return error;
-	if (fails_without_waiting(mutex))
-		return tdshim_real_pthread_mutex_clocklock(mutex, clock, abstime);
 	TDSHIM_WAIT_SCOPE();
 	return tdshim_real_pthread_mutex_clocklock(mutex, clock, abstime);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Readiness waits: poll, ppoll, select, pselect and the epoll waits.
- * A zero timeout never waits and makes no transition.  Otherwise a try
- * with a zero timeout comes first: only when nothing is ready does the
+ * A zero timeout never waits and makes no transition, and neither does an
+ * invalid one (the call fails with EINVAL).  Otherwise a try with a zero
+ * timeout comes first: only when nothing is ready does the
  * thread turn BLOCKED around the real, waiting call.
  */
 #include <string.h>
@@ -40,7 +41,7 @@ TDSHIM_EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec 
 			const sigset_t *mask)
 {
 	TDSHIM_REQUIRE_LIBC(ppoll);
-	if (is_zero(timeout))
+	if (is_zero(timeout) || !tdshim_timeout_valid(timeout))
 		return tdshim_real_ppoll(fds, count, timeout, mask);
 	int ready = tdshim_real_ppoll(fds, count, &zero_timespec, mask);
 	if (ready != 0)
@@ -123,7 +124,8 @@ TDSHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timev
 {
 	TDSHIM_REQUIRE_LIBC(select);
 	TDSHIM_REQUIRE_LIBC(pselect);
-	if (timeout && timeout->tv_sec == 0 && timeout->tv_usec == 0)
+	if (timeout && ((timeout->tv_sec == 0 && timeout->tv_usec == 0) || timeout->tv_sec < 0 ||
+			timeout->tv_usec < 0 || timeout->tv_usec >= 1000000))
 		return tdshim_real_select(nfds, r, w, e, timeout);
 	int ready = try_select(nfds, r, w, e, NULL, false);
 	if (ready > 0 || ready == -1)
@@ -136,7 +138,7 @@ TDSHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struc
 			  const sigset_t *mask)
 {
 	TDSHIM_REQUIRE_LIBC(pselect);
-	if (is_zero(timeout))
+	if (is_zero(timeout) || !tdshim_timeout_valid(timeout))
 		return tdshim_real_pselect(nfds, r, w, e, timeout, mask);
 	int ready = try_select(nfds, r, w, e, mask, true);
 	if (ready > 0 || ready == -1)
@@ -174,7 +176,7 @@ TDSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max_eve
 			       const struct timespec *timeout, const sigset_t *mask)
 {
 	TDSHIM_REQUIRE_LIBC(epoll_pwait2);
-	if (is_zero(timeout))
+	if (is_zero(timeout) || !tdshim_timeout_valid(timeout))
 		return tdshim_real_epoll_pwait2(epfd, events, max_events, timeout, mask);
 	int ready = tdshim_real_epoll_pwait2(epfd, events, max_events, &zero_timespec, mask);
 	if (ready != 0)

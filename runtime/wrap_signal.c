@@ -58,7 +58,7 @@ TDSHIM_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struc
 	int signal_number;
 
 	TDSHIM_REQUIRE_LIBC(sigtimedwait);
-	if (timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0)
+	if (timeout && (!tdshim_timeout_valid(timeout) || (timeout->tv_sec == 0 && timeout->tv_nsec == 0)))
 		return tdshim_real_sigtimedwait(set, info, timeout);
 	switch (take_pending(set, info, &signal_number)) {
 	case 1:

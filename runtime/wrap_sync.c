@@ -251,14 +251,16 @@ static bool take_if_positive(sem_t *semaphore)
 	return false;
 }
 
-/* The sem_*wait calls are cancellation points that act on a pending
- * cancellation even when the count is positive; neither sem_trywait nor
- * the inline take is one, so the test comes first.  sem_trywait reports
+/* sem_wait and sem_timedwait are cancellation points that act on a
+ * pending cancellation even when the count is positive (sem_clockwait, in
+ * glibc, does not); neither sem_trywait nor the inline take is one, so the
+ * test comes first where the real call would make it.  sem_trywait reports
  * "would wait" through errno, which must not leak into a wait that then
  * succeeds. */
-static bool sem_would_wait(sem_t *semaphore, int *result)
+static bool sem_would_wait(sem_t *semaphore, int *result, bool cancellation_point)
 {
-	tdshim_testcancel();
+	if (cancellation_point)
+		tdshim_testcancel();
 	if (caa_likely(CMM_LOAD_SHARED(semaphore_layout_known))) {
 		*result = 0;
 		return !take_if_positive(semaphore);
@@ -276,7 +278,7 @@ __attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, bool tried)
 {
 	int result;
 
-	if (!tried && !sem_would_wait(semaphore, &result))
+	if (!tried && !sem_would_wait(semaphore, &result, true))
 		return result;
 	TDSHIM_REQUIRE_LIBC(sem_wait);
 	TDSHIM_WAIT_SCOPE();
@@ -301,7 +303,7 @@ TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime
 	TDSHIM_REQUIRE_LIBC(sem_timedwait);
 	if (!tdshim_abstime_valid(CLOCK_REALTIME, abstime))
 		return tdshim_real_sem_timedwait(semaphore, abstime);
-	if (!sem_would_wait(semaphore, &result))
+	if (!sem_would_wait(semaphore, &result, true))
 		return result;
 	TDSHIM_WAIT_SCOPE();
 	return tdshim_real_sem_timedwait(semaphore, abstime);
@@ -314,7 +316,7 @@ TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct 
 	TDSHIM_REQUIRE_LIBC(sem_clockwait);
 	if (!tdshim_abstime_valid(clock, abstime))
 		return tdshim_real_sem_clockwait(semaphore, clock, abstime);
-	if (!sem_would_wait(semaphore, &result))
+	if (!sem_would_wait(semaphore, &result, false))
 		return result;
 	TDSHIM_WAIT_SCOPE();
 	return tdshim_real_sem_clockwait(semaphore, clock, abstime);
