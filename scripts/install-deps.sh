@@ -7,7 +7,10 @@
 set -euo pipefail
 
 packages=(gcc make cmake pkg-config liburcu-dev libcriterion-dev mandoc
-          python3 perl xz-utils zstd coreutils procps)
+          python3 perl xz-utils zstd coreutils procps
+          # tests/reliability: real threaded programs, and the fuzzer
+          pigz stress-ng sysbench tar findutils bash
+          clang libclang-rt-14-dev llvm)
 if [[ "${1:-}" == "--bench" ]]; then
 	packages+=(hyperfine valgrind linux-perf sysstat)
 fi

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target: libc_db against a hostile target.  The fuzzer's input
+ * is a fake process: a 16-byte script (how ps_pglobal_lookup answers, which
+ * ps_* calls fail, the td_* calls to make) followed by the bytes of the
+ * "region" that ps_pdread serves at the address the lookup gave.
+ *
+ * The library must never crash, hang, leak or allocate without bound
+ * (-malloc_limit_mb catches a size taken from the region); every TD_OK
+ * result must keep SPEC §2's invariants; every write must fall on a
+ * control field (SPEC §5: the agent writes only what enable, reset and
+ * setconcurrency need).  Any breach aborts, which libFuzzer reports.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <proc_service.h>
+#include <thread_db.h>
+#include <tdstat/region.h>
+#include <tdstat/thread_db_stats.h>
+
+#define SCRIPT_SIZE 16
+#define REGION_ADDRESS ((uintptr_t)0x7f0000100000u)
+
+enum flag {
+	FAIL_WRITES = 1,       /* ps_pdwrite fails */
+	ZEROS_PAST_END = 2,    /* reads past the image give zeros instead of PS_BADADDR */
+	BAD_PID = 4,           /* ps_getpid answers -1 */
+	FAIL_AFTER = 8,        /* reads fail after script[2] successful ones */
+	ODD_SEQ_READS = 16,    /* every other record read sees an odd seq */
+};
+
+struct ps_prochandle {
+	unsigned char *image;
+	size_t size;
+	uint8_t lookup, flags, fail_after;
+	unsigned long reads;
+	uint16_t control_offset; /* from the header td_ta_new accepted */
+	bool have_agent;
+};
+
+ps_err_e ps_pglobal_lookup(struct ps_prochandle *ph, const char *object, const char *name, psaddr_t *address)
+{
+	if (!name || strcmp(name, TDSTAT_REGION_SYMBOL) != 0)
+		return PS_NOSYM;
+	switch (ph->lookup % 5) {
+	case 1: return PS_NOSYM;
+	case 2: return PS_ERR;
+	case 3: *address = 0; return PS_OK;
+	case 4: *address = (psaddr_t)(REGION_ADDRESS + 1); return PS_OK; /* misaligned */
+	default: *address = (psaddr_t)REGION_ADDRESS; return PS_OK;
+	}
+}
+
+ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t address, void *buffer, size_t size)
+{
+	uintptr_t at = (uintptr_t)address;
+	size_t offset, available;
+
+	ph->reads++;
+	if ((ph->flags & FAIL_AFTER) && ph->reads > ph->fail_after)
+		return PS_ERR;
+	if (at < REGION_ADDRESS)
+		return PS_BADADDR;
+	offset = at - REGION_ADDRESS;
+	available = offset < ph->size ? ph->size - offset : 0;
+	if (size > available && !(ph->flags & ZEROS_PAST_END))
+		return PS_BADADDR;
+	memset(buffer, 0, size);
+	memcpy(buffer, ph->image + (offset < ph->size ? offset : 0), size < available ? size : available);
+	if ((ph->flags & ODD_SEQ_READS) && offset >= 256 && (ph->reads & 1))
+		((unsigned char *)buffer)[0] |= 1;
+	return PS_OK;
+}
+
+ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t address, const void *buffer, size_t size)
+{
+	uintptr_t at = (uintptr_t)address;
+	size_t field;
+
+	if (!ph->have_agent || at < REGION_ADDRESS + ph->control_offset) {
+		fprintf(stderr, "fuzz_agent: write outside the control block\n");
+		abort();
+	}
+	field = at - REGION_ADDRESS - ph->control_offset;
+	if (!((size == 8 && field % 8 == 0 && field <= offsetof(struct tdstat_control, generation)) ||
+	      (size == 4 && field == offsetof(struct tdstat_control, r_concurrency)))) {
+		fprintf(stderr, "fuzz_agent: write of %zu bytes at control+%zu\n", size, field);
+		abort();
+	}
+	if (ph->flags & FAIL_WRITES)
+		return PS_ERR;
+	if (at - REGION_ADDRESS + size <= ph->size)
+		memcpy(ph->image + (at - REGION_ADDRESS), buffer, size);
+	return PS_OK;
+}
+
+ps_err_e ps_ptread(struct ps_prochandle *ph, psaddr_t address, void *buffer, size_t size)
+{
+	return ps_pdread(ph, address, buffer, size);
+}
+
+ps_err_e ps_ptwrite(struct ps_prochandle *ph, psaddr_t address, const void *buffer, size_t size)
+{
+	return ps_pdwrite(ph, address, buffer, size);
+}
+
+pid_t ps_getpid(struct ps_prochandle *ph)
+{
+	return (ph->flags & BAD_PID) ? -1 : getpid();
+}
+
+static void check_fractions(const td_ta_stats_t *s)
+{
+	int den = s->nlwps_den;
+
+	if (den <= 0 || s->nrunnable_den != den || s->a_concurrency_den != den || s->nidle_den != den ||
+	    s->a_concurrency_num < 0 || s->a_concurrency_num > s->nrunnable_num || s->nrunnable_num > s->nlwps_num ||
+	    s->nidle_num != s->nlwps_num - s->nrunnable_num || s->nthreads < 0) {
+		fprintf(stderr, "fuzz_agent: fractions break the invariants: %d/%d %d/%d %d/%d %d/%d\n",
+			s->a_concurrency_num, s->a_concurrency_den, s->nrunnable_num, s->nrunnable_den, s->nlwps_num,
+			s->nlwps_den, s->nidle_num, s->nidle_den);
+		abort();
+	}
+}
+
+static void check_integrals(const td_ta_stats_ns_t *s)
+{
+	if (s->running_ns > s->runnable_ns || s->runnable_ns > s->lwps_ns || s->idle_ns != s->lwps_ns - s->runnable_ns ||
+	    s->running_ns > s->cpu_ns || s->nthreads < 0 || s->size != sizeof(*s)) {
+		fprintf(stderr, "fuzz_agent: integrals break the invariants\n");
+		abort();
+	}
+}
+
+static void check_error(td_err_e err)
+{
+	/* What a hostile or failing target may produce; never TD_BADTA etc. */
+	if (err != TD_OK && err != TD_DBERR && err != TD_VERSION && err != TD_MALLOC) {
+		fprintf(stderr, "fuzz_agent: unexpected error %d\n", (int)err);
+		abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ps_prochandle ph = { 0 };
+	td_thragent_t *ta = NULL;
+	td_err_e err;
+	uint8_t script[SCRIPT_SIZE] = { 0 };
+
+	memcpy(script, data, size < SCRIPT_SIZE ? size : SCRIPT_SIZE);
+	ph.size = size > SCRIPT_SIZE ? size - SCRIPT_SIZE : 0;
+	ph.image = malloc(ph.size ? ph.size : 1);
+	if (!ph.image)
+		return 0;
+	if (ph.size)
+		memcpy(ph.image, data + SCRIPT_SIZE, ph.size);
+	ph.lookup = script[0];
+	ph.flags = script[1];
+	ph.fail_after = script[2];
+	if (ph.size >= sizeof(struct tdstat_region_header)) {
+		struct tdstat_region_header header;
+
+		memcpy(&header, ph.image, sizeof(header));
+		ph.control_offset = header.layout.control_offset;
+	}
+	ph.have_agent = true;
+
+	err = td_ta_new(&ph, &ta);
+	if (err == TD_OK) {
+		unsigned operations = script[3] % 13;
+
+		for (unsigned i = 0; i < operations; i++) {
+			uint8_t op = script[4 + i % 12];
+			td_ta_stats_t stats;
+			td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+			int n;
+
+			switch (op % 8) {
+			case 0:
+				err = td_ta_get_stats(ta, &stats);
+				if (err == TD_OK)
+					check_fractions(&stats);
+				break;
+			case 1:
+				err = td_ta_get_stats_ns(ta, &ns);
+				if (err == TD_OK)
+					check_integrals(&ns);
+				break;
+			case 2:
+				err = td_ta_get_nthreads(ta, &n);
+				if (err == TD_OK && n < 0)
+					abort();
+				break;
+			case 3: err = td_ta_enable_stats(ta, 1); break;
+			case 4: err = td_ta_enable_stats(ta, 0); break;
+			case 5: err = td_ta_reset_stats(ta); break;
+			case 6: err = td_ta_setconcurrency(ta, op); break;
+			default:
+				/* the target changes under the reader */
+				if (ph.size)
+					ph.image[(op * 131u + i * 17u) % ph.size] ^= (uint8_t)(op | 1);
+				err = TD_OK;
+			}
+			check_error(err);
+		}
+		if (td_ta_delete(ta) != TD_OK)
+			abort();
+	} else if (err != TD_NOLIBTHREAD) {
+		check_error(err);
+	}
+	free(ph.image);
+	return 0;
+}
