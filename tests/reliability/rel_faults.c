@@ -148,9 +148,10 @@ static bool nthreads_becomes(td_thragent_t *ta, int want, int *last)
 struct reader {
 	td_thragent_t *ta;
 	atomic_int stop;
-	long ok, dberr, other, after_death;
+	/* Shared by the two reader threads and polled by the main one. */
+	atomic_long ok, dberr, other, after_death;
 	atomic_int dead;
-	td_err_e other_err;
+	_Atomic td_err_e other_err;
 };
 
 static void *reader_main(void *argument)
