@@ -39,8 +39,10 @@ __attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mut
 {
 	int *word = &mutex->__data.__lock;
 
-	/* 2 marks the lock contended, so the unlocker will wake someone. */
-	if (uatomic_xchg(word, 2) != 0) {
+	/* 2 marks the lock contended, so the unlocker will wake someone.  A
+	 * word already at 2 has waiters: queue behind them without another
+	 * exchange on the contended line (as glibc does). */
+	if (CMM_LOAD_SHARED(*word) == 2 || uatomic_xchg(word, 2) != 0) {
 		TDSHIM_WAIT_SCOPE();
 		do
 			futex_wait_private(word, 2);
