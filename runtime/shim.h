@@ -110,6 +110,7 @@ void tdshim_probe_rwlock_layout(void);
  * arrived after the call returned.
  */
 extern int tdshim_cancel_requested;
+extern int tdshim_sem_wait_inline;
 static inline void tdshim_testcancel(void)
 {
 	if (caa_unlikely(CMM_LOAD_SHARED(tdshim_cancel_requested)))

@@ -155,6 +155,7 @@ TDSHIM_EXPORT int pthread_cancel(pthread_t thread)
 	TDSHIM_REQUIRE_PTHREAD(pthread_cancel);
 	/* Full barrier: visible before the target can see the request. */
 	uatomic_set(&tdshim_cancel_requested, 1);
+	uatomic_set(&tdshim_sem_wait_inline, 0);
 	cmm_smp_mb();
 	return tdshim_real_pthread_cancel(thread);
 }

@@ -43,10 +43,12 @@ __attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mut
 	 * word already at 2 has waiters: queue behind them without another
 	 * exchange on the contended line (as glibc does). */
 	if (CMM_LOAD_SHARED(*word) == 2 || uatomic_xchg(word, 2) != 0) {
-		TDSHIM_WAIT_SCOPE();
-		do
+		/* One scope per sleep: a waiter woken only to find the lock
+		 * taken again runs (RUNNABLE) between two sleeps. */
+		do {
+			TDSHIM_WAIT_SCOPE();
 			futex_wait_private(word, 2);
-		while (uatomic_xchg(word, 2) != 0);
+		} while (uatomic_xchg(word, 2) != 0);
 	}
 	record_ownership(mutex);
 	return 0;

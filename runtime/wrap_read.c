@@ -110,12 +110,11 @@ static enum try_outcome try_readv(int fd, const struct iovec *iov, int count, ss
 	return outcome;
 }
 
-TDSHIM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count)
+__attribute__((noinline)) static ssize_t tracked_readv(int fd, const struct iovec *iov, int count)
 {
 	ssize_t result;
 
-	TDSHIM_REQUIRE_LIBC(readv);
-	if (!tdshim_track_reads || count <= 0 || count > UIO_MAXIOV)
+	if (count <= 0 || count > UIO_MAXIOV)
 		return tdshim_real_readv(fd, iov, count);
 	switch (try_readv(fd, iov, count, &result)) {
 	case TRY_DONE:
@@ -129,14 +128,21 @@ TDSHIM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count)
 	return tdshim_real_readv(fd, iov, count);
 }
 
-TDSHIM_EXPORT ssize_t read(int fd, void *buffer, size_t size)
+/* With read tracking off (the default) the wrappers only forward. */
+TDSHIM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count)
+{
+	TDSHIM_REQUIRE_LIBC(readv);
+	if (caa_likely(!tdshim_track_reads))
+		return tdshim_real_readv(fd, iov, count);
+	return tracked_readv(fd, iov, count);
+}
+
+__attribute__((noinline)) static ssize_t tracked_read(int fd, void *buffer, size_t size)
 {
 	struct iovec iov = { buffer, size };
 	ssize_t result;
 
-	TDSHIM_REQUIRE_LIBC(read);
-	TDSHIM_REQUIRE_LIBC(readv);
-	if (!tdshim_track_reads || size == 0)
+	if (size == 0 || !tdshim_real_readv)
 		return tdshim_real_read(fd, buffer, size);
 	switch (try_readv(fd, &iov, 1, &result)) {
 	case TRY_DONE:
@@ -148,6 +154,14 @@ TDSHIM_EXPORT ssize_t read(int fd, void *buffer, size_t size)
 	}
 	TDSHIM_WAIT_SCOPE();
 	return tdshim_real_read(fd, buffer, size);
+}
+
+TDSHIM_EXPORT ssize_t read(int fd, void *buffer, size_t size)
+{
+	TDSHIM_REQUIRE_LIBC(read);
+	if (caa_likely(!tdshim_track_reads))
+		return tdshim_real_read(fd, buffer, size);
+	return tracked_read(fd, buffer, size);
 }
 
 TDSHIM_EXPORT ssize_t __read_chk(int fd, void *buffer, size_t size, size_t buffer_size)

@@ -211,6 +211,9 @@ struct glibc_semaphore {
 };
 
 static bool semaphore_layout_known;
+/* layout known and no cancellation ever requested: sem_wait's whole fast
+ * path hangs on this one load. */
+int tdshim_sem_wait_inline;
 
 static uint32_t semaphore_value(const sem_t *semaphore)
 {
@@ -233,6 +236,7 @@ void tdshim_probe_semaphore_layout(void)
 	ok = ok && sem_getvalue(&probe, &value) == 0 && value == 4;
 	sem_destroy(&probe);
 	semaphore_layout_known = ok;
+	tdshim_sem_wait_inline = ok && !CMM_LOAD_SHARED(tdshim_cancel_requested);
 }
 
 /* The same decrement as glibc's own fast path: one CAS while the value
@@ -274,26 +278,23 @@ static bool sem_would_wait(sem_t *semaphore, int *result, bool cancellation_poin
 	return true;
 }
 
-__attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, bool tried)
+__attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore)
 {
 	int result;
 
-	if (!tried && !sem_would_wait(semaphore, &result, true))
+	if (!sem_would_wait(semaphore, &result, true))
 		return result;
 	TDSHIM_REQUIRE_LIBC(sem_wait);
 	TDSHIM_WAIT_SCOPE();
 	return tdshim_real_sem_wait(semaphore);
 }
 
-/* Fast path: the cancellation test and one CAS. */
+/* Fast path: one flag and one CAS. */
 TDSHIM_EXPORT int sem_wait(sem_t *semaphore)
 {
-	if (caa_unlikely(!CMM_LOAD_SHARED(semaphore_layout_known)))
-		return sem_wait_slow(semaphore, false);
-	tdshim_testcancel();
-	if (caa_likely(take_if_positive(semaphore)))
+	if (caa_likely(CMM_LOAD_SHARED(tdshim_sem_wait_inline)) && caa_likely(take_if_positive(semaphore)))
 		return 0;
-	return sem_wait_slow(semaphore, true);
+	return sem_wait_slow(semaphore);
 }
 
 TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime)
