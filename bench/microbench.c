@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Micro-benchmarks of the calls the shim wraps, run bare and preloaded by
- * bench/run-overhead.sh.  Prints "<name> <ns per operation>".
- *   microbench mutex|rwlock|sem|condvar|sempingpong|handoff|create [iterations]
+ * bench/bench.py.  Prints "<name> <ns per operation>".
+ *   microbench mutex|rwlock|sem|condvar|sempingpong|handoff|create|pipe [ITERATIONS]
+ *   microbench scale [ITERATIONS] [THREADS]
  * A second thread is always alive, so glibc takes its multi-threaded
  * paths (a single-threaded process skips the atomic instructions).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,22 +17,25 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-/* Single-thread loops are timed on the thread's CPU clock: time the
- * thread spent preempted by other work on a shared machine is not its
- * cost. */
+/* Loops are timed on CPU clocks, not the wall clock: time a thread spent
+ * preempted by other work on a shared machine is not its cost.  Single-
+ * thread loops use the thread's clock; loops of several threads the
+ * process clock, the CPU time of all of them (for the ping-pongs pinned
+ * to one CPU, one of the two always runs, so on a quiet machine it equals
+ * the wall time). */
 static double cpu_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static double process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
@@ -111,7 +116,7 @@ static double bench_condvar(long n)
 	pp_rounds = n;
 	pp_turn = 0;
 	pthread_create(&peer, NULL, pingpong_peer, NULL);
-	start = now_ns();
+	start = process_cpu_ns();
 	pthread_mutex_lock(&pp_lock);
 	for (long i = 0; i < n; i++) {
 		pp_turn++;
@@ -121,7 +126,7 @@ static double bench_condvar(long n)
 	}
 	pthread_mutex_unlock(&pp_lock);
 	pthread_join(peer, NULL);
-	return (now_ns() - start) / n;
+	return (process_cpu_ns() - start) / n;
 }
 
 static sem_t ping, pong;
@@ -145,13 +150,13 @@ static double bench_sempingpong(long n)
 	sem_init(&ping, 0, 0);
 	sem_init(&pong, 0, 0);
 	pthread_create(&peer, NULL, sem_peer, (void *)n);
-	start = now_ns();
+	start = process_cpu_ns();
 	for (long i = 0; i < n; i++) {
 		sem_post(&ping);
 		sem_wait(&pong);
 	}
 	pthread_join(peer, NULL);
-	return (now_ns() - start) / n;
+	return (process_cpu_ns() - start) / n;
 }
 
 /* Two threads hammer one mutex: the contended lock and hand-off. */
@@ -170,16 +175,37 @@ static void *handoff_worker(void *arg)
 	return NULL;
 }
 
+/* Each worker gets a CPU of its own (the first two the process may use),
+ * so the two contend in parallel in every run, instead of sometimes
+ * sharing one CPU and hardly contending at all. */
+static void pin_to_nth_cpu(pthread_t thread, int nth)
+{
+	cpu_set_t allowed, one;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2)
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed) || nth-- > 0)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		pthread_setaffinity_np(thread, sizeof(one), &one);
+		return;
+	}
+}
+
 static double bench_handoff(long n)
 {
 	pthread_t a, b;
-	double start = now_ns();
+	double start = process_cpu_ns();
 
 	pthread_create(&a, NULL, handoff_worker, (void *)n);
+	pin_to_nth_cpu(a, 0);
 	pthread_create(&b, NULL, handoff_worker, (void *)n);
+	pin_to_nth_cpu(b, 1);
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
-	return (now_ns() - start) / (2.0 * n);
+	return (process_cpu_ns() - start) / (2.0 * n);
 }
 
 static void *nothing(void *arg)
@@ -189,14 +215,86 @@ static void *nothing(void *arg)
 
 static double bench_create(long n)
 {
-	double start = now_ns();
+	double start = process_cpu_ns();
 
 	for (long i = 0; i < n; i++) {
 		pthread_t t;
 		pthread_create(&t, NULL, nothing, NULL);
 		pthread_join(t, NULL);
 	}
-	return (now_ns() - start) / n;
+	return (process_cpu_ns() - start) / n;
+}
+
+/* A read that finds data: write a byte into a pipe, read it back. */
+static double bench_pipe(long n)
+{
+	int fds[2];
+	char byte = 'x';
+	double start;
+
+	if (pipe(fds) != 0)
+		return -1;
+	start = cpu_ns();
+	for (long i = 0; i < n; i++) {
+		if (write(fds[1], &byte, 1) != 1 || read(fds[0], &byte, 1) != 1)
+			return -1;
+	}
+	return (cpu_ns() - start) / n;
+}
+
+/*
+ * The same lock-heavy work split among `scale_threads` threads: each
+ * iteration locks and unlocks a mutex, read-locks and unlocks a rwlock,
+ * and posts and takes a semaphore, all the thread's own.  The program
+ * shares nothing and nothing blocks, so its cost per operation is the
+ * same at any thread count and does not depend on how the threads happen
+ * to be scheduled on a busy machine: what could grow with the thread
+ * count is only what the wrappers share between threads.  (Waiting, and
+ * the cost of its transitions, is measured by the hand-off and ping-pong
+ * benchmarks.)  The total work is fixed; one operation is one iteration.
+ */
+static long scale_threads = 1;
+
+static void *scale_worker(void *arg)
+{
+	long n = (long)arg;
+	pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+	pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
+	sem_t sem;
+
+	sem_init(&sem, 0, 0);
+	for (long i = 0; i < n; i++) {
+		pthread_mutex_lock(&mutex);
+		pthread_mutex_unlock(&mutex);
+		pthread_rwlock_rdlock(&rwlock);
+		pthread_rwlock_unlock(&rwlock);
+		sem_post(&sem);
+		sem_wait(&sem);
+	}
+	sem_destroy(&sem);
+	return NULL;
+}
+
+static double bench_scale(long n)
+{
+	long threads = scale_threads > 0 ? scale_threads : 1;
+	long each = n / threads;
+	pthread_t *ids = calloc(threads, sizeof(*ids));
+	pthread_attr_t attr;
+	double start;
+
+	if (!ids || each == 0)
+		return -1;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	start = process_cpu_ns();
+	for (long t = 0; t < threads; t++)
+		pthread_create(&ids[t], &attr, scale_worker, (void *)each);
+	for (long t = 0; t < threads; t++)
+		pthread_join(ids[t], NULL);
+	pthread_attr_destroy(&attr);
+	free(ids);
+	return (process_cpu_ns() - start) / (double)(each * threads);
 }
 
 static const struct {
@@ -211,6 +309,8 @@ static const struct {
 	{ "sempingpong", bench_sempingpong, 200000 },
 	{ "handoff", bench_handoff, 2000000 },
 	{ "create", bench_create, 20000 },
+	{ "pipe", bench_pipe, 1000000 },
+	{ "scale", bench_scale, 2000000 },
 };
 
 int main(int argc, char **argv)
@@ -218,7 +318,7 @@ int main(int argc, char **argv)
 	pthread_t idle;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: microbench NAME [iterations]\n");
+		fprintf(stderr, "usage: microbench NAME [ITERATIONS] [THREADS]\n");
 		return 2;
 	}
 	pthread_create(&idle, NULL, idle_thread, NULL);
@@ -226,6 +326,8 @@ int main(int argc, char **argv)
 		if (strcmp(argv[1], benches[i].name) != 0)
 			continue;
 		long n = argc > 2 ? atol(argv[2]) : benches[i].iterations;
+		if (argc > 3)
+			scale_threads = atol(argv[3]);
 		printf("%s %.3f\n", benches[i].name, benches[i].run(n));
 		pthread_mutex_lock(&idle_lock);
 		idle_done = 1;

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader side of the benchmarks: libc_db over libtdstat_ps, as tdstat
+ * uses them.
+ *
+ *   agentbench cost SHIM WORKLOAD THREADS CALLS
+ *       starts `WORKLOAD condvar THREADS` with SHIM preloaded and
+ *       TDSTAT_ENABLE=1, waits until every thread sleeps, then times CALLS
+ *       td_ta_get_stats calls (in batches of 10).  Prints
+ *       "cost THREADS NTHREADS MEDIAN MEAN CLOCK": the median (over the
+ *       batches) and mean us per call, and the median us the kernel takes
+ *       to read the target's process CPU clock, part of every call.
+ *   agentbench compare PID SECONDS
+ *       two snapshots of PID, SECONDS apart, each taken beside the
+ *       kernel's own figures; prints the averages over that window:
+ *       "compare tdstat RUNNABLE RUNNING LWPS IDLE kernel RUNNABLE RUNNING
+ *       LWPS IDLE window SECONDS".  The kernel's runnable is the sum over
+ *       /proc/PID/task/{*}/schedstat of on-CPU plus run-queue time, its
+ *       running the process CPU clock, its lwps the number of tasks.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <thread_db.h>
+#include <tdstat/ps_live.h>
+#include <tdstat/thread_db_stats.h>
+
+extern char **environ;
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_s(double seconds)
+{
+	struct timespec left = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
+
+	while (nanosleep(&left, &left) != 0 && errno == EINTR)
+		;
+}
+
+__attribute__((noreturn)) static void die(const char *what, int code)
+{
+	fprintf(stderr, "agentbench: %s (%d)\n", what, code);
+	exit(1);
+}
+
+struct target {
+	struct ps_prochandle *process;
+	td_thragent_t *agent;
+};
+
+static void target_open(struct target *target, pid_t pid)
+{
+	enum tdps_status status;
+	td_err_e err;
+
+	if ((err = td_init()) != TD_OK)
+		die("td_init", err);
+	if ((status = tdps_open(pid, &target->process)) != TDPS_OK)
+		die("tdps_open", status);
+	if ((err = td_ta_new(target->process, &target->agent)) != TD_OK)
+		die("td_ta_new", err);
+}
+
+static void target_close(struct target *target)
+{
+	td_ta_delete(target->agent);
+	tdps_close(target->process);
+}
+
+/* Starts the workload with the shim preloaded; returns once it printed
+ * "ready". */
+static pid_t start_workload(const char *shim, const char *workload, const char *mode,
+			    const char *threads)
+{
+	char *argv[] = { (char *)workload, (char *)mode, (char *)threads, NULL };
+	posix_spawn_file_actions_t actions;
+	char preload[4096], line[64];
+	size_t count = 0;
+	int fds[2];
+	pid_t pid;
+	FILE *from_child;
+
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", shim);
+	while (environ[count])
+		count++;
+	char **env = calloc(count + 3, sizeof(*env));
+	size_t n = 0;
+	for (size_t i = 0; i < count; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) && strncmp(environ[i], "TDSTAT_ENABLE=", 14))
+			env[n++] = environ[i];
+	env[n++] = preload;
+	env[n++] = "TDSTAT_ENABLE=1";
+	env[n] = NULL;
+
+	if (pipe(fds) != 0)
+		die("pipe", errno);
+	posix_spawn_file_actions_init(&actions);
+	posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addclose(&actions, fds[0]);
+	int error = posix_spawn(&pid, workload, &actions, NULL, argv, env);
+	if (error)
+		die("posix_spawn", error);
+	posix_spawn_file_actions_destroy(&actions);
+	free(env);
+	close(fds[1]);
+	from_child = fdopen(fds[0], "r");
+	if (!from_child || !fgets(line, sizeof(line), from_child) || strcmp(line, "ready\n") != 0)
+		die("workload did not start", 0);
+	fclose(from_child);
+	return pid;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The part of a snapshot the kernel spends reading the target's process
+ * CPU clock (it sums every thread's run time): median of 100 reads. */
+static double process_clock_us(pid_t pid)
+{
+	double spent[100];
+	struct timespec ts;
+	clockid_t clock;
+
+	if (clock_getcpuclockid(pid, &clock) != 0)
+		die("clock_getcpuclockid", errno);
+	for (int i = 0; i < 100; i++) {
+		uint64_t start = monotonic_ns();
+		clock_gettime(clock, &ts);
+		spent[i] = (monotonic_ns() - start) / 1e3;
+	}
+	qsort(spent, 100, sizeof(spent[0]), compare_doubles);
+	return spent[50];
+}
+
+static int run_cost(const char *shim, const char *workload, const char *threads, long calls)
+{
+	enum { BATCH = 10 };
+	long batches = calls / BATCH > 0 ? calls / BATCH : 1;
+	double *per_call = calloc(batches, sizeof(*per_call));
+	struct target target;
+	td_ta_stats_t stats;
+	pid_t pid = start_workload(shim, workload, "condvar", threads);
+	uint64_t total = 0;
+	td_err_e err;
+
+	target_open(&target, pid);
+	for (int i = 0; i < 20; i++)
+		if ((err = td_ta_get_stats(target.agent, &stats)) != TD_OK)
+			die("td_ta_get_stats", err);
+	for (long b = 0; b < batches; b++) {
+		uint64_t start = monotonic_ns();
+		for (int i = 0; i < BATCH; i++)
+			if ((err = td_ta_get_stats(target.agent, &stats)) != TD_OK)
+				die("td_ta_get_stats", err);
+		uint64_t spent = monotonic_ns() - start;
+		total += spent;
+		per_call[b] = spent / 1e3 / BATCH;
+	}
+	qsort(per_call, batches, sizeof(*per_call), compare_doubles);
+	printf("cost %s %d %.3f %.3f %.3f\n", threads, stats.nthreads, per_call[batches / 2],
+	       total / 1e3 / (batches * BATCH), process_clock_us(pid));
+	target_close(&target);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	free(per_call);
+	return 0;
+}
+
+struct kernel_view {
+	uint64_t at_ns;
+	uint64_t runnable_ns; /* on CPU + waiting for a CPU, all tasks */
+	uint64_t cpu_ns;      /* process CPU clock */
+	long tasks;
+};
+
+static void kernel_read(pid_t pid, struct kernel_view *view)
+{
+	char path[64];
+	struct dirent *entry;
+	clockid_t clock;
+	struct timespec ts;
+	DIR *dir;
+
+	memset(view, 0, sizeof(*view));
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(dir = opendir(path)))
+		die("opendir /proc/PID/task", errno);
+	while ((entry = readdir(dir))) {
+		char file[sizeof(path) + sizeof(entry->d_name) + 16];
+		unsigned long long on_cpu, waiting;
+		FILE *stat;
+
+		if (entry->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s/schedstat", path, entry->d_name);
+		if (!(stat = fopen(file, "r")))
+			continue;
+		if (fscanf(stat, "%llu %llu", &on_cpu, &waiting) == 2) {
+			view->runnable_ns += on_cpu + waiting;
+			view->tasks++;
+		}
+		fclose(stat);
+	}
+	closedir(dir);
+	if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0)
+		die("process CPU clock", errno);
+	view->cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	view->at_ns = monotonic_ns();
+}
+
+static void snapshot(const struct target *target, td_ta_stats_ns_t *stats)
+{
+	td_err_e err;
+
+	memset(stats, 0, sizeof(*stats));
+	stats->size = sizeof(*stats);
+	if ((err = td_ta_get_stats_ns(target->agent, stats)) != TD_OK)
+		die("td_ta_get_stats_ns", err);
+	if (!stats->enabled)
+		die("gathering is off in the target", 0);
+}
+
+static int run_compare(pid_t pid, double seconds)
+{
+	struct target target;
+	td_ta_stats_ns_t a, b;
+	struct kernel_view ka, kb;
+
+	target_open(&target, pid);
+	snapshot(&target, &a);
+	kernel_read(pid, &ka);
+	sleep_s(seconds);
+	snapshot(&target, &b);
+	kernel_read(pid, &kb);
+	if (a.window_start_ns != b.window_start_ns || b.window_ns <= a.window_ns)
+		die("the window was reset during the measurement", 0);
+
+	double w = (double)(b.window_ns - a.window_ns);
+	double kw = (double)(kb.at_ns - ka.at_ns);
+	double runnable = (b.runnable_ns - a.runnable_ns) / w;
+	double lwps = (b.lwps_ns - a.lwps_ns) / w;
+	double k_runnable = (kb.runnable_ns - ka.runnable_ns) / kw;
+	double k_lwps = (ka.tasks + kb.tasks) / 2.0;
+
+	printf("compare tdstat %.3f %.3f %.3f %.3f kernel %.3f %.3f %.3f %.3f window %.3f\n",
+	       runnable, (b.running_ns - a.running_ns) / w, lwps, lwps - runnable,
+	       k_runnable, (kb.cpu_ns - ka.cpu_ns) / kw, k_lwps, k_lwps - k_runnable, w / 1e9);
+	target_close(&target);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 6 && strcmp(argv[1], "cost") == 0)
+		return run_cost(argv[2], argv[3], argv[4], atol(argv[5]));
+	if (argc == 4 && strcmp(argv[1], "compare") == 0)
+		return run_compare((pid_t)atol(argv[2]), atof(argv[3]));
+	fprintf(stderr, "usage: agentbench cost SHIM WORKLOAD THREADS CALLS\n"
+			"       agentbench compare PID SECONDS\n");
+	return 2;
+}

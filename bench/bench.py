@@ -1,0 +1,596 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Runs every tdstat benchmark against one build tree and prints one table.
+
+    bench/bench.py --build-dir DIR [--runs N] [--smoke] [--markdown FILE]
+                   [--only SECTION,...] [--wait-for-quiet SECONDS]
+
+Every figure is measured side by side in this run: the variants of a
+comparison alternate (A B A B ...) and the table shows medians of --runs
+runs (default 13, at least 5); ratios are medians of the per-round ratios.  bench/run-all.sh builds the tree first;
+bench/README.md explains each row.
+"""
+import argparse
+import datetime
+import os
+import platform
+import re
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SECTIONS = ("overhead", "instructions", "scaling", "reader", "accuracy", "alternatives")
+LTTNG_WRAPPER = "liblttng-ust-pthread-wrapper.so.1"
+
+
+def log(message):
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def load_average():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+class Medians(dict):
+    """Each variant's median, and ratios between variants: the median of
+    the per-round ratios, each of two runs made one right after the other,
+    which cancels the drift of a shared machine's load better than a
+    ratio of medians."""
+
+    def __init__(self, results):
+        super().__init__((v, median(r)) for v, r in results.items())
+        self.results = results
+
+    def ratio(self, variant, base):
+        return median(b / a for a, b in zip(self.results[base], self.results[variant]))
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        build = os.path.abspath(args.build_dir)
+        self.microbench = os.path.join(build, "bench", "microbench")
+        self.workload = os.path.join(build, "bench", "bench-workload")
+        self.agentbench = os.path.join(build, "bench", "agentbench")
+        self.shim = os.path.join(build, "runtime", "libtdshim.so")
+        self.naive = os.path.join(build, "bench", "libnaiveshim.so")
+        self.tdstat = os.path.join(build, "dbagent", "tdstat", "tdstat")
+        for path in (self.microbench, self.workload, self.agentbench, self.shim,
+                     self.naive, self.tdstat):
+            if not os.path.exists(path):
+                sys.exit(f"bench: {path} is missing: build with -DTDSTAT_BUILD_BENCH=ON "
+                         "(bench/run-all.sh does)")
+        self.lttng = self.find_library(LTTNG_WRAPPER)
+        self.perf = shutil.which("perf")
+        self.pidstat = shutil.which("pidstat")
+        self.valgrind = shutil.which("valgrind")
+        self.runs = 1 if args.smoke else max(5, args.runs)
+        self.scale = 0.02 if args.smoke else 1.0
+        self.rows = []
+        self.notes = []
+
+    @staticmethod
+    def find_library(name):
+        out = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
+        return name if name in out else None
+
+    # -- variants: the environment a program runs in -------------------------
+
+    def variant_env(self, variant, extra=None):
+        env = dict(os.environ)
+        for key in ("LD_PRELOAD", "TDSTAT_ENABLE", "TDSTAT_TRACK_READS"):
+            env.pop(key, None)
+        if variant.startswith("tdstat"):
+            env["LD_PRELOAD"] = self.shim
+            env["TDSTAT_ENABLE"] = "1"
+            if variant == "tdstat+reads":
+                env["TDSTAT_TRACK_READS"] = "1"
+        elif variant == "naive":
+            env["LD_PRELOAD"] = self.naive
+        elif variant == "lttng":
+            env["LD_PRELOAD"] = self.lttng
+        env.update(extra or {})
+        return env
+
+    def variants(self, *names):
+        return [v for v in names if v != "lttng" or self.lttng]
+
+    def iterations(self, count):
+        return max(1, int(count * self.scale))
+
+    def run_microbench(self, variant, name, iterations, cpus=None, threads=None, prefix=()):
+        cmd = list(prefix)
+        if cpus:
+            cmd += ["taskset", "-c", cpus]
+        cmd += [self.microbench, name, str(iterations)]
+        if threads:
+            cmd.append(str(threads))
+        out = subprocess.run(cmd, env=self.variant_env(variant), capture_output=True,
+                             text=True, check=True).stdout
+        for line in out.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise RuntimeError(f"no result from {cmd}: {out!r}")
+
+    def alternate(self, variants, measure):
+        """A B C A B C ...: each round runs every variant once."""
+        results = {v: [] for v in variants}
+        for _ in range(self.runs):
+            for v in variants:
+                results[v].append(measure(v))
+        return Medians(results)
+
+    def row(self, area, what, reference, measured, figure, goal="", holds=""):
+        self.rows.append((area, what, reference, measured, figure, goal, holds))
+        log(f"{area} | {what} | {reference} | {measured} | {figure} | {goal} | {holds}")
+
+    @staticmethod
+    def verdict(ok):
+        return "yes" if ok else "**NO**"
+
+    # -- 1. shim overhead ----------------------------------------------------
+
+    OVERHEAD = (
+        # name, label, iterations, cpus, budget
+        ("mutex", "uncontended mutex lock+unlock", 10_000_000, "0", 1.03),
+        ("rwlock", "rwlock rdlock+unlock, uncontended", 10_000_000, "0", 1.05),
+        ("sem", "sem_post+sem_wait without waiting", 10_000_000, "0", 1.05),
+        ("handoff", "contended mutex hand-off, 2 threads, one per CPU", 1_000_000, "0,1", 1.05),
+        ("condvar", "condvar ping-pong, both on CPU 0", 100_000, "0", 1.05),
+        ("sempingpong", "semaphore ping-pong, both on CPU 0", 100_000, "0", 1.05),
+        ("create", "pthread_create+join", 10_000, "0", 1.05),
+        ("pipe", "pipe write+read of 1 byte", 500_000, "0", 1.05),
+    )
+
+    def section_overhead(self):
+        log("1. shim overhead, preloaded vs bare (ns/op)")
+        self.overhead = {}
+        for name, label, iterations, cpus, budget in self.OVERHEAD:
+            names = ["bare", "tdstat"]
+            if name == "pipe":
+                names.append("tdstat+reads")
+            names += ["naive", "lttng"]
+            medians = self.alternate(self.variants(*names), lambda v: self.run_microbench(
+                v, name, self.iterations(iterations), cpus))
+            self.overhead[name] = medians
+            bare = medians["bare"]
+            ratio = medians.ratio("tdstat", "bare")
+            what = label + (" (reads not tracked: default)" if name == "pipe" else "")
+            self.row("1 overhead", what, f"bare {bare:.1f} ns", f"tdstat {medians['tdstat']:.1f} ns",
+                     f"{ratio:.3f}x", f"<= {budget:.2f}x", self.verdict(ratio <= budget))
+            if name == "pipe":
+                ratio = medians.ratio("tdstat+reads", "bare")
+                self.row("1 overhead", label + ", TDSTAT_TRACK_READS=1", f"bare {bare:.1f} ns",
+                         f"tdstat {medians['tdstat+reads']:.1f} ns", f"{ratio:.3f}x",
+                         f"<= {budget:.2f}x", self.verdict(ratio <= budget))
+
+    # -- 1b. instruction counts ----------------------------------------------
+
+    INSTRUCTIONS = (
+        ("mutex", "mutex lock+unlock", 100_000, {}),
+        ("rwlock", "rwlock rdlock+unlock", 100_000, {}),
+        ("sem", "sem_post+sem_wait", 100_000, {}),
+        ("pipe", "pipe write+read", 20_000, {}),
+        ("pipe", "pipe write+read, TDSTAT_TRACK_READS=1", 20_000, {"TDSTAT_TRACK_READS": "1"}),
+        ("sempingpong", "semaphore ping-pong round trip (2 threads: valgrind serialises them, approximate)", 5_000, {}),
+        ("condvar", "condvar ping-pong round trip (approximate, as above)", 5_000, {}),
+        ("create", "pthread_create+join", 2_000, {}),
+    )
+
+    def callgrind_count(self, variant, name, iterations, extra):
+        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+               self.microbench, name, str(iterations)]
+        err = subprocess.run(cmd, env=self.variant_env(variant, extra), capture_output=True,
+                             text=True, check=True).stderr
+        match = re.search(r"Collected : (\d+)", err)
+        if not match:
+            raise RuntimeError(f"callgrind gave no count: {err[-500:]}")
+        return int(match.group(1))
+
+    def section_instructions(self):
+        if not self.valgrind:
+            self.notes.append("valgrind is not installed: no instruction counts.")
+            return
+        log("1b. instructions per call (callgrind, difference of two iteration counts)")
+        for name, label, iterations, extra in self.INSTRUCTIONS[:2] if self.args.smoke else self.INSTRUCTIONS:
+            n1 = max(100, iterations // (10 if self.args.smoke else 1))
+            n2 = 2 * n1
+            per_call = {}
+            for v in ("bare", "tdstat", "naive"):
+                c1 = self.callgrind_count(v, name, n1, extra)
+                c2 = self.callgrind_count(v, name, n2, extra)
+                per_call[v] = (c2 - c1) / (n2 - n1)
+            self.row("1 instructions", label + " (instructions/op)", f"bare {per_call['bare']:.1f}",
+                     f"tdstat {per_call['tdstat']:.1f}",
+                     f"{per_call['tdstat'] - per_call['bare']:+.1f} instr"
+                     f" (naive {per_call['naive'] - per_call['bare']:+.1f})")
+
+    # -- 2. scaling ------------------------------------------------------------
+
+    SCALING_THREADS = (1, 2, 4, 8, 16, 64)
+    SCALING_ITERATIONS = 1_000_000
+
+    def section_scaling(self):
+        log("2. scaling: the same lock-heavy work over 1..64 threads (process CPU ns/op)")
+        self.scaling = {}
+        for threads in self.SCALING_THREADS:
+            self.scaling[threads] = self.alternate(
+                self.variants("bare", "tdstat", "naive", "lttng"),
+                lambda v: self.run_microbench(v, "scale", self.iterations(self.SCALING_ITERATIONS),
+                                              threads=threads))
+        # "Must not grow": every ratio within a noise band of 0.05 above the
+        # one-thread ratio (or above 1.0 when the shim is the faster one).
+        first = self.scaling[1].ratio("tdstat", "bare")
+        ceiling = max(first, 1.0) + 0.05
+        for threads, medians in self.scaling.items():
+            ratio = medians.ratio("tdstat", "bare")
+            ok = ratio <= 1.05 if threads == 1 else ratio <= ceiling
+            goal = "<= 1.05x" if threads == 1 else f"<= {ceiling:.3f}x (1-thread ratio, floor 1, + 0.05)"
+            self.row("2 scaling", f"lock-heavy work (mutex, rwlock, semaphore), {threads} thread{'s' if threads > 1 else ''}",
+                     f"bare {medians['bare']:.1f} ns", f"tdstat {medians['tdstat']:.1f} ns",
+                     f"{ratio:.3f}x", goal, self.verdict(ok))
+
+    # -- 3. reader --------------------------------------------------------------
+
+    READER_THREADS = (1, 100, 1000, 10000)
+
+    def section_reader(self):
+        log("3. reader: cost of one td_ta_get_stats")
+        for threads in self.READER_THREADS:
+            if self.args.smoke and threads > 1000:
+                continue
+            calls = 200 if self.args.smoke else (2000 if threads >= 10000 else 5000)
+            out = subprocess.run([self.agentbench, "cost", self.shim, self.workload, str(threads),
+                                  str(calls)], capture_output=True, text=True, check=True).stdout
+            _, _, nthreads, med, mean, clock = out.split()
+            goal = 20 + 0.05 * threads
+            self.row("3 reader", f"td_ta_get_stats, target with {threads} sleeping threads "
+                     f"(nthreads {nthreads})", f"goal {goal:.0f} us", f"{float(med):.1f} us",
+                     f"{float(med) / goal:.2f} of goal; kernel CPU clock {float(clock):.1f} us of it",
+                     f"<= {goal:.0f} us", self.verdict(float(med) <= goal))
+        self.section_sampler()
+
+    def run_work(self, sampled, seconds, threads):
+        env = self.variant_env("tdstat")
+        work = subprocess.Popen([self.workload, "work", str(threads), str(seconds)], env=env,
+                                stdout=subprocess.PIPE, text=True)
+        assert work.stdout.readline().strip() == "ready"
+        sampler = None
+        if sampled:
+            out = tempfile.TemporaryFile()
+            sampler = subprocess.Popen([self.tdstat, "-i", "0.01", str(work.pid)], stdout=out,
+                                       stderr=subprocess.DEVNULL)
+        rate = float(work.stdout.read().split()[1])
+        work.wait()
+        if sampler:
+            # tdstat ends by itself once its target exits; the children's
+            # usage grows by exactly its CPU time when it is reaped.
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if sampler.poll() is None:
+                sampler.send_signal(signal.SIGINT)
+            sampler.wait()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out.close()
+            spent = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            self.sampler_cpu.append(spent / seconds)
+        return rate
+
+    def section_sampler(self):
+        threads = os.cpu_count() or 2
+        seconds = 0.3 if self.args.smoke else 2.0
+        self.sampler_cpu = []
+        log(f"3b. target slowdown while tdstat -i 0.01 samples it ({threads} CPU-bound threads)")
+        medians = self.alternate(["without", "with"], lambda v: self.run_work(v == "with", seconds,
+                                                                                 threads))
+        slowdown = 1 - medians.ratio("with", "without")
+        self.row("3 sampler", f"CPU-bound target, {threads} threads, {seconds:g} s: work/s while "
+                 "`tdstat -i 0.01 PID` samples it at 100 Hz",
+                 f"unsampled {medians['without']:.0f}/s", f"sampled {medians['with']:.0f}/s",
+                 f"{100 * slowdown:.2f}% slower; tdstat used {100 * median(self.sampler_cpu):.2f}% "
+                 "of one CPU", "<= 1%", self.verdict(slowdown <= 0.01))
+
+    # -- 4. accuracy --------------------------------------------------------------
+
+    ACCURACY = (
+        ("spin", 1, "1 thread spinning"),
+        ("spin", 4, "4 threads spinning (2 CPUs)"),
+        ("duty", 2, "2 threads, spin 2 ms / sleep 2 ms"),
+        ("queue", 4, "4 threads queuing on one mutex (hold 200 us)"),
+        ("sleep", 4, "4 threads in nanosleep"),
+        ("condvar", 4, "4 threads in pthread_cond_wait"),
+    )
+
+    def start_workload(self, mode, threads, variant="tdstat"):
+        proc = subprocess.Popen([self.workload, mode, str(threads)], env=self.variant_env(variant),
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.1 if self.args.smoke else 0.3)
+        return proc
+
+    @staticmethod
+    def stop(proc):
+        proc.kill()
+        proc.wait()
+
+    def compare(self, pid, seconds):
+        out = subprocess.run([self.agentbench, "compare", str(pid), str(seconds)],
+                             capture_output=True, text=True, check=True).stdout.split()
+        return [float(x) for x in out[2:6]], [float(x) for x in out[7:11]]
+
+    def section_accuracy(self):
+        seconds = 0.3 if self.args.smoke else 2.0
+        log("4. accuracy: tdstat next to the kernel over the same window")
+        for mode, threads, label in self.ACCURACY:
+            proc = self.start_workload(mode, threads)
+            try:
+                ours, kernel = self.compare(proc.pid, seconds)
+            finally:
+                self.stop(proc)
+            fmt = lambda v: " / ".join(f"{x:.2f}" for x in v)
+            worst = max(abs(a - b) for a, b in zip(ours, kernel))
+            self.row("4 accuracy", f"{label}: runnable / running / lwps / idle",
+                     f"kernel {fmt(kernel)}", f"tdstat {fmt(ours)}", f"max diff {worst:.2f}",
+                     "<= 0.10", self.verdict(worst <= 0.10))
+
+    # -- 5. alternatives -----------------------------------------------------------
+
+    def section_alternatives(self):
+        self.alternatives_measure()
+        self.alternatives_slowdown()
+        self.alternatives_naive()
+
+    def alternatives_measure(self):
+        """Every tool on one known-shape workload, over the same window."""
+        seconds = 1 if self.args.smoke else 3
+        log("5a. what each tool reports on `queue 4` over the same window")
+        proc = self.start_workload("queue", 4)
+        tools = {}
+        tmp = tempfile.mkdtemp(prefix="tdstat-bench-")
+        try:
+            if self.perf:
+                tools["perf stat"] = subprocess.Popen(
+                    [self.perf, "stat", "-x,", "-e", "task-clock", "-p", str(proc.pid), "--",
+                     "sleep", str(seconds)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                    text=True)
+                tools["perf sched"] = subprocess.Popen(
+                    [self.perf, "sched", "record", "-o", f"{tmp}/sched.data", "-p", str(proc.pid),
+                     "--", "sleep", str(seconds)], stderr=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, text=True)
+            if self.pidstat:
+                tools["pidstat"] = subprocess.Popen(
+                    [self.pidstat, "-t", "-p", str(proc.pid), str(seconds), "1"],
+                    stdout=subprocess.PIPE, text=True, env=dict(os.environ, LC_ALL="C"))
+            ours, kernel = self.compare(proc.pid, seconds)
+            outputs = {name: tool.communicate() for name, tool in tools.items()}
+            fmt = lambda r, run: f"runnable {r} / running {run}"
+            k = fmt(f"{kernel[0]:.2f}", f"{kernel[1]:.2f}")
+            self.row("5 alternatives", "queue 4 (runnable ~1, idle ~3 expected): tdstat",
+                     f"kernel {k}", fmt(f"{ours[0]:.2f}", f"{ours[1]:.2f}") +
+                     f", idle {ours[3]:.2f}", "live, from another process; no privilege beyond ptrace access")
+            if "perf stat" in outputs:
+                self.report_perf_stat(outputs["perf stat"][1], seconds, k)
+            if "perf sched" in outputs:
+                self.report_perf_sched(outputs["perf sched"][1], f"{tmp}/sched.data", seconds, k)
+            if "pidstat" in outputs:
+                self.report_pidstat(outputs["pidstat"][0], k)
+        finally:
+            self.stop(proc)
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.row("5 alternatives", "queue 4: LTTng-UST pthread wrapper", f"kernel {k}",
+                 "no figure" if self.lttng else "not installed",
+                 "records mutex lock/unlock events only into a tracing session; without "
+                 "lttng-sessiond it runs and records nothing; averages need offline analysis")
+
+    def report_perf_stat(self, err, seconds, k):
+        match = re.search(r"^([\d.]+),msec,task-clock", err, re.M)
+        if not match:
+            self.row("5 alternatives", "queue 4: perf stat -e task-clock", f"kernel {k}",
+                     "failed", err.strip().splitlines()[-1] if err.strip() else "no output")
+            return
+        cpus = float(match.group(1)) / 1000 / seconds
+        self.row("5 alternatives", "queue 4: perf stat -e task-clock", f"kernel {k}",
+                 f"running {cpus:.2f} (CPUs utilized)",
+                 "running only: cannot tell runnable from idle, needs perf_event access")
+
+    def report_perf_sched(self, err, path, seconds, k):
+        if not os.path.exists(path):
+            self.row("5 alternatives", "queue 4: perf sched record + latency", f"kernel {k}",
+                     "cannot record here", (err.strip().splitlines() or ["?"])[-1])
+            return
+        size = os.path.getsize(path)
+        out = subprocess.run([self.perf, "sched", "latency", "-i", path], capture_output=True,
+                             text=True).stdout
+        runtime = delay = 0.0
+        for line in out.splitlines():
+            m = re.match(r"\s*bench-workload:\S*\s*\|\s*([\d.]+) ms\s*\|\s*(\d+)\s*\|\s*avg:\s*([\d.]+) ms",
+                         line)
+            if m:
+                runtime += float(m.group(1))
+                delay += int(m.group(2)) * float(m.group(3))
+        self.row("5 alternatives", "queue 4: perf sched record -p + perf sched latency",
+                 f"kernel {k}", f"runnable {(runtime + delay) / 1000 / seconds:.2f} / running "
+                 f"{runtime / 1000 / seconds:.2f} (derived)",
+                 f"{size / seconds / 1024:.0f} KiB/s of trace; figures only after the run; "
+                 "needs perf_event/tracepoint access")
+
+    def report_pidstat(self, out, k):
+        cpu = wait = 0.0
+        columns = []
+        for line in out.splitlines():
+            fields = line.split()
+            if "%wait" in fields and not columns:
+                columns = fields
+            elif columns and line.startswith("Average:") and "|__" in line:
+                # "Average:" stands where the header has its time stamp.
+                wait += float(fields[columns.index("%wait")])
+                cpu += float(fields[columns.index("%CPU")])
+        self.row("5 alternatives", "queue 4: pidstat -t (1 sample over the window)", f"kernel {k}",
+                 f"runnable {(cpu + wait) / 100:.2f} / running {cpu / 100:.2f} (sum of %CPU, %wait)",
+                 "per-thread kernel view sampled from /proc; cannot see why a thread waits")
+
+    TOOL_WORKLOADS = (
+        # microbench name, iterations, threads, cpus, label
+        ("scale", SCALING_ITERATIONS, 4, None, "lock-heavy work, 4 threads (no waits)"),
+        ("sempingpong", 100_000, None, "0", "semaphore ping-pong on CPU 0 (2 context switches per op)"),
+    )
+
+    def run_tool(self, tool, workload, tmp):
+        """One workload under one tool; its ns/op."""
+        name, iterations, threads, cpus, _ = workload
+        if tool == "perf stat":
+            prefix = [self.perf, "stat", "-e", "task-clock", "-o", os.devnull, "--"]
+        elif tool == "perf sched record":
+            prefix = [self.perf, "sched", "record", "-q", "-o", f"{tmp}/sched.data", "--"]
+        elif tool == "pidstat -t":
+            prefix = [self.pidstat, "-t", "-e"]
+        else:
+            prefix = []
+        variant = {"tdstat": "tdstat", "naive": "naive", "lttng": "lttng"}.get(tool, "bare")
+        value = self.run_microbench(variant, name, self.iterations(iterations), cpus=cpus,
+                                    threads=threads, prefix=prefix)
+        if tool == "perf sched record":
+            self.sched_bytes.append(os.path.getsize(f"{tmp}/sched.data"))
+        return value
+
+    def alternatives_slowdown(self):
+        tools = ["bare", "tdstat"]
+        if self.perf:
+            tools += ["perf stat", "perf sched record"]
+        if self.pidstat:
+            tools.append("pidstat -t")
+        tools += self.variants("lttng", "naive")
+        what = {
+            "tdstat": "tdstat shim preloaded, gathering on",
+            "perf stat": "perf stat -e task-clock -- CMD",
+            "perf sched record": "perf sched record -- CMD (system-wide, as perf sched does)",
+            "pidstat -t": "pidstat -t -e CMD (samples /proc once a second)",
+            "lttng": "LD_PRELOAD liblttng-ust-pthread-wrapper, no session daemon",
+            "naive": "naive Solaris-style shim (global atomic counters, clock read per call)",
+        }
+        for workload in self.TOOL_WORKLOADS:
+            log(f"5b. slowdown of {workload[4]} under each tool")
+            self.sched_bytes = []
+            tmp = tempfile.mkdtemp(prefix="tdstat-bench-")
+            try:
+                medians = self.alternate(tools, lambda t: self.run_tool(t, workload, tmp))
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            bare = medians["bare"]
+            for tool in tools[1:]:
+                note = ""
+                if tool == "perf sched record" and self.sched_bytes:
+                    note = f"; wrote {median(self.sched_bytes) / 1024:.0f} KiB per run (whole machine)"
+                self.row("5 alternatives", f"{workload[4]} under {what[tool]}",
+                         f"bare {bare:.1f} ns", f"{medians[tool]:.1f} ns",
+                         f"{medians.ratio(tool, 'bare'):.3f}x{note}")
+
+    def alternatives_naive(self):
+        """Naive shim and LTTng wrapper on the same microbenchmarks and scaling runs."""
+        for variant, label in (("naive", "naive shim"), ("lttng", "LTTng-UST wrapper")):
+            if getattr(self, "overhead", None):
+                for name, bench_label, *_ in self.OVERHEAD:
+                    m = self.overhead[name]
+                    if variant not in m:
+                        continue
+                    self.row("5 alternatives", f"{label}: {bench_label}", f"bare {m['bare']:.1f} ns",
+                             f"{m[variant]:.1f} ns", f"{m.ratio(variant, 'bare'):.3f}x"
+                             f" (tdstat {m.ratio('tdstat', 'bare'):.3f}x)")
+            if getattr(self, "scaling", None):
+                ratios = [f"{t}: {m.ratio(variant, 'bare'):.2f}x" for t, m in self.scaling.items()
+                          if variant in m]
+                if ratios:
+                    ours = [f"{t}: {m.ratio('tdstat', 'bare'):.2f}x" for t, m in self.scaling.items()]
+                    self.row("5 alternatives", f"{label}: lock-heavy work by thread count",
+                             "tdstat " + ", ".join(ours), ", ".join(ratios), "ratio vs bare")
+
+    # -- output ----------------------------------------------------------------------
+
+    def table(self):
+        header = ("area", "measurement", "reference", "measured", "figure", "goal", "holds")
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for row in self.rows:
+            lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |")
+        return "\n".join(lines)
+
+
+def machine_description():
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    glibc = platform.libc_ver()[1]
+    return (f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}, glibc {glibc}, "
+            f"{subprocess.run(['cc', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}")
+
+
+def wait_for_quiet(limit):
+    deadline = time.time() + limit
+    while load_average() > 1.2 and time.time() < deadline:
+        log(f"load average {load_average():.2f} > 1.2: waiting for a quieter machine")
+        time.sleep(30)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--build-dir", default="build-bench")
+    parser.add_argument("--runs", type=int, default=13, help="runs per variant (>= 5)")
+    parser.add_argument("--smoke", action="store_true", help="seconds-long version of everything")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help="comma-separated sections: " + ", ".join(SECTIONS))
+    parser.add_argument("--markdown", help="also write the results, with machine and date, here")
+    parser.add_argument("--command", default="bench/bench.py", help="command shown in --markdown")
+    parser.add_argument("--wait-for-quiet", type=float, default=0, metavar="SECONDS",
+                        help="first wait up to SECONDS for a 1-minute load average below 1.2")
+    args = parser.parse_args()
+
+    bench = Bench(args)
+    if args.wait_for_quiet > 0:
+        wait_for_quiet(args.wait_for_quiet)
+    started = datetime.datetime.now().astimezone()
+    load_before = open("/proc/loadavg").read().split()[:3]
+    t0 = time.time()
+    for section in args.only.split(","):
+        if section not in SECTIONS:
+            sys.exit(f"bench: unknown section {section}")
+        getattr(bench, "section_" + section)()
+    load_after = open("/proc/loadavg").read().split()[:3]
+    elapsed = time.time() - t0
+
+    table = bench.table()
+    print(table)
+    summary = (f"Machine: {machine_description()}\n"
+               f"Date: {started:%Y-%m-%d %H:%M %Z}; {elapsed / 60:.1f} min; "
+               f"{bench.runs} alternating runs per variant, medians; ratios are medians of "
+               f"per-round ratios\n"
+               f"Load average (1, 5, 15 min): {' '.join(load_before)} before, "
+               f"{' '.join(load_after)} after")
+    print("\n" + summary)
+    for note in bench.notes:
+        print("Note: " + note)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("<!-- SPDX-License-Identifier: MIT -->\n# Benchmark results\n\n")
+            f.write(f"Command: `{args.command}`\n\n")
+            f.write(summary.replace("\n", "  \n") + "\n\n")
+            f.write("What each row measures, and how to read it: [README.md](README.md).\n\n")
+            f.write(table + "\n")
+            for note in bench.notes:
+                f.write(f"\nNote: {note}\n")
+    # A benchmark reports; a goal it misses is in the table, not the status.
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
