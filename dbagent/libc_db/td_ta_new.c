@@ -34,7 +34,10 @@ TDDB_EXPORT td_err_e td_ta_new(struct ps_prochandle *ph, td_thragent_t **ta)
 				   &region);
 	if (status == PS_NOSYM)
 		return TD_NOLIBTHREAD;
-	if (status != PS_OK || !region)
+	/* The shim's region is cache-line aligned; an address that is not
+	 * even 8-aligned is not it, and its 64-bit fields could not be
+	 * written whole. */
+	if (status != PS_OK || !region || ((uintptr_t)region & 7u) != 0)
 		return TD_DBERR;
 	if (ps_pdread(ph, region, &header, sizeof(header)) != PS_OK)
 		return TD_DBERR;

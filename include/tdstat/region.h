@@ -4,7 +4,7 @@
  * target process) and libc_db.so (the reader, in a controlling process).
  *
  * One exported data symbol, TDSTAT_REGION_SYMBOL, of type
- * struct tdstat_region, leads to everything.  It holds no pointers: a reader
+ * struct tdstat_region, 64-byte aligned, leads to everything.  It holds no pointers: a reader
  * copies it with ps_pdread and validates every size, count and offset.
  *
  * Versioning: a reader accepts a region whose abi_major equals its own and

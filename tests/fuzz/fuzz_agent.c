@@ -163,6 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ph.lookup = script[0];
 	ph.flags = script[1];
 	ph.fail_after = script[2];
+	/* The agent must refuse the misaligned answer (lookup case 4), so the
+	 * header it can accept is the one at the image's start. */
 	if (ph.size >= sizeof(struct tdstat_region_header)) {
 		struct tdstat_region_header header;
 

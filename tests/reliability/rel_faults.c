@@ -274,7 +274,7 @@ static void corrupt_region(void)
 		struct rel_agent fresh;
 		struct target target;
 		const char *reply;
-		td_err_e err, enable, reset;
+		td_err_e err, old_snapshot, enable, reset;
 
 		if (!target_start(&target, args, NULL, true, NULL, 0))
 			return;
@@ -285,6 +285,7 @@ static void corrupt_region(void)
 			continue;
 		}
 		err = snapshot(target.agent.ta, NULL, NULL);
+		old_snapshot = err;
 		enable = td_ta_enable_stats(target.agent.ta, 1);
 		reset = td_ta_reset_stats(target.agent.ta);
 		/* enable and reset read only the header: either answer, no crash */
@@ -301,8 +302,8 @@ static void corrupt_region(void)
 		}
 		if (!allowed(err, c->new_agent))
 			rel_fail("scribble %s: td_ta_new gave %s", c->command, rel_td_name(err));
-		printf("corrupt-region %s: td_ta_new %s, old agent %s\n", c->command, rel_td_name(err),
-		       rel_td_name(enable));
+		printf("corrupt-region %s: td_ta_new %s, old agent's snapshot %s, its enable %s\n", c->command,
+		       rel_td_name(err), rel_td_name(old_snapshot), rel_td_name(enable));
 		rel_agent_close(&fresh);
 		target_stop(&target);
 	}
