@@ -163,12 +163,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ph.lookup = script[0];
 	ph.flags = script[1];
 	ph.fail_after = script[2];
-	/* The agent must refuse the misaligned answer (lookup case 4), so the
-	 * header it can accept is the one at the image's start. */
-	if (ph.size >= sizeof(struct tdstat_region_header)) {
-		struct tdstat_region_header header;
+	/* The header the agent can accept: at the image's start (it must
+	 * refuse the misaligned answer of lookup case 4), zero-padded as reads
+	 * past a short image are with ZEROS_PAST_END. */
+	{
+		struct tdstat_region_header header = { 0 };
 
-		memcpy(&header, ph.image, sizeof(header));
+		memcpy(&header, ph.image, ph.size < sizeof(header) ? ph.size : sizeof(header));
 		ph.control_offset = header.layout.control_offset;
 	}
 	ph.have_agent = true;
