@@ -20,6 +20,7 @@ struct launch {
 };
 static struct launch launches[TDSTAT_RECORD_CAPACITY];
 static pthread_key_t exit_key;
+static bool exit_key_created;
 
 static bool is_record_launch(const struct launch *launch)
 {
@@ -56,7 +57,10 @@ static void exit_key_destructor(void *unused)
 
 void tdshim_thread_key_init(void)
 {
-	pthread_key_create(&exit_key, exit_key_destructor);
+	/* Without the key (the program used up PTHREAD_KEYS_MAX first) threads
+	 * still count, but only process exit ends their tracking; setting an
+	 * uncreated key would write another library's slot. */
+	exit_key_created = pthread_key_create(&exit_key, exit_key_destructor) == 0;
 }
 
 /* Runs in the thread itself, first thing, on the record its creator (or
@@ -71,7 +75,8 @@ static void begin_tracking(struct tdstat_record *record)
 	if (record)
 		tdshim_record_set_owner(record, tdshim_cached_tid(), false);
 	/* Any non-NULL value: it is only there to make the destructor run. */
-	pthread_setspecific(exit_key, self);
+	if (exit_key_created)
+		pthread_setspecific(exit_key, self);
 }
 
 static void count_overflow(void)
