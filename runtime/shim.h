@@ -45,6 +45,7 @@ struct tdshim_thread {
 	struct tdstat_record *record; /* NULL: not tracked (yet, or overflow) */
 	pid_t tid;                    /* gettid(), 0 until known */
 	unsigned int wait_depth;      /* nested interposed waits (signal handlers) */
+	const void *outer_scope;      /* the outermost live wait scope, NULL if none */
 	int *errno_location;          /* cached __errno_location() */
 	bool overflow;                /* counted in status.overflow_live */
 	bool exited;                  /* tracking ended: never adopt again */
@@ -142,12 +143,12 @@ static inline pid_t tdshim_cached_tid(void)
 struct tdshim_wait_scope {
 	char unused;
 };
-void tdshim_wait_begin(void);
+void tdshim_wait_begin(struct tdshim_wait_scope *scope);
 void tdshim_wait_end(struct tdshim_wait_scope *scope);
 
 #define TDSHIM_WAIT_SCOPE()                                                                \
 	struct tdshim_wait_scope tdshim_scope_ __attribute__((cleanup(tdshim_wait_end))) = { 0 }; \
-	tdshim_wait_begin()
+	tdshim_wait_begin(&tdshim_scope_)
 
 /* The real function, or the caller's "not available" answer when the C
  * library lacks it (an older glibc): pthread-style calls return the error,
@@ -181,6 +182,12 @@ static inline bool tdshim_abstime_valid(clockid_t clock, const struct timespec *
 {
 	return tdshim_clock_supported(clock) && abstime && abstime->tv_nsec >= 0 &&
 	       abstime->tv_nsec < 1000000000L;
+}
+
+/* glibc's timed rwlock calls take a NULL abstime as "no timeout". */
+static inline bool tdshim_rwlock_abstime_valid(clockid_t clock, const struct timespec *abstime)
+{
+	return tdshim_clock_supported(clock) && (!abstime || tdshim_abstime_valid(clock, abstime));
 }
 
 /* This thread's errno, without a call into libc on every use (the

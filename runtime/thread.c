@@ -41,9 +41,15 @@ static void end_tracking(void)
 		return;
 	self->exited = true;
 	if (self->record) {
-		tdshim_record_set_state(self->record, TDSTAT_STATE_FREE);
-		tdshim_slot_release(self->record);
+		/* Forget the record before giving it back: a signal handler
+		 * that waits from here on must not write a slot that another
+		 * thread may already own. */
+		struct tdstat_record *record = self->record;
+
 		self->record = NULL;
+		cmm_barrier();
+		tdshim_record_set_state(record, TDSTAT_STATE_FREE);
+		tdshim_slot_release(record);
 	} else if (self->overflow) {
 		uatomic_dec(&tdstat_region.header.status.overflow_live);
 		self->overflow = false;
@@ -189,12 +195,39 @@ TDSHIM_EXPORT int pthread_getconcurrency(void)
  * that arrives halfway through a record write (wait_depth is raised
  * before the write and lowered after it).
  */
-void tdshim_wait_begin(void)
+/*
+ * A wait whose scope never ended (a signal handler siglongjmp'ed out of
+ * it) would leave wait_depth raised for good: the thread BLOCKED and its
+ * later waits uncounted.  The outermost scope's address tells: a wait
+ * nested in a handler runs deeper on the stack (or on the alternate
+ * signal stack); a new wait at or above the outermost scope's address
+ * means that frame is gone.
+ */
+static bool nested_in_live_wait(const struct tdshim_thread *self, const struct tdshim_wait_scope *scope)
+{
+	stack_t alternate;
+
+	if (!self->outer_scope || (uintptr_t)scope < (uintptr_t)self->outer_scope)
+		return true;
+	return sigaltstack(NULL, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK);
+}
+
+void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 {
 	struct tdshim_thread *self = &tdshim_self;
 
-	if (self->wait_depth++ != 0)
-		return;
+	if (caa_unlikely(self->wait_depth != 0)) {
+		if (nested_in_live_wait(self, scope)) {
+			self->wait_depth++;
+			return;
+		}
+		self->wait_depth = 0;
+	}
+	/* Depth first: a handler arriving now sees a wait in progress (with
+	 * no outer scope yet, it counts as nested) and writes nothing. */
+	self->wait_depth = 1;
+	cmm_barrier();
+	self->outer_scope = scope;
 	cmm_barrier();
 	if (caa_unlikely(!self->record)) {
 		if (self->exited || self->overflow)
@@ -211,8 +244,15 @@ void tdshim_wait_end(struct tdshim_wait_scope *scope)
 {
 	struct tdshim_thread *self = &tdshim_self;
 
-	if (self->wait_depth == 1 && self->record)
-		tdshim_record_set_state(self->record, TDSTAT_STATE_RUNNABLE);
+	if (self->wait_depth == 1 && scope == self->outer_scope) {
+		if (self->record)
+			tdshim_record_set_state(self->record, TDSTAT_STATE_RUNNABLE);
+		self->outer_scope = NULL;
+		cmm_barrier();
+		self->wait_depth = 0;
+		return;
+	}
 	cmm_barrier();
-	self->wait_depth--;
+	if (self->wait_depth > 0)
+		self->wait_depth--;
 }

@@ -11,17 +11,18 @@
  *     of a file as its end see no difference.  File types without
  *     RWF_NOWAIT support fail the try with EOPNOTSUPP/EINVAL: the real
  *     call runs with no transition (such waits are not counted).
- *   - recv* try the same call with MSG_DONTWAIT.  MSG_WAITALL would make
- *     the try return a partial message, so it waits straight away.
+ *   - recv* probe with poll(POLLIN, 0) (see below).
  *   - accept tries poll(POLLIN, 0).
  * A descriptor in O_NONBLOCK mode never waits: its EAGAIN try is followed
  * by the real call with no transition.
  *
- * read and readv take part only with TDSTAT_TRACK_READS=1: preadv2 costs
- * the kernel about 10-20% more than read for a pipe read that finds data
- * (bench/microbench pipe: 1.18x bare), above the shim's 5% budget, and
- * read is the most frequent call of many programs.  recv* keep their try
- * at no extra cost (the same syscall with one more flag) and are always on.
+ * read, readv and recv* take part only with TDSTAT_TRACK_READS=1: preadv2
+ * costs the kernel about 10-20% more than read for a pipe read that finds
+ * data (bench/microbench pipe: 1.18x bare), and the recv probe is a
+ * second syscall, both above the shim's 5% budget on calls that many
+ * programs make most.  A socket read through read/readv with
+ * SO_RCVLOWAT set can return early when tracked (RWF_NOWAIT acts as
+ * MSG_DONTWAIT there): another reason it is opt-in.
  */
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -172,51 +173,43 @@ TDSHIM_EXPORT ssize_t __read_chk(int fd, void *buffer, size_t size, size_t buffe
 	return read(fd, buffer, size);
 }
 
-/* What a recv-family call made with MSG_DONTWAIT added leaves to do.  Its
- * errors other than EAGAIN are the real call's errors: they stand. */
-static enum try_outcome after_recv_try(int fd, ssize_t got)
+/*
+ * recv, recvfrom, recvmsg: with read tracking on, a poll(POLLIN, 0) probe
+ * decides, and the real call always runs unchanged.  A consuming try
+ * (MSG_DONTWAIT) would change what the call returns on a stream socket
+ * with SO_RCVLOWAT: the non-blocking path hands over whatever is queued,
+ * below the low-water mark, where the blocking call would have waited
+ * for more.  poll honours the mark.  The probe is a second syscall on
+ * every receive, hence opt-in like read.
+ */
+static bool receive_would_wait(int fd, int flags)
 {
-	if (got >= 0 || errno != EAGAIN)
-		return TRY_DONE;
-	return classify_failure(fd, errno);
+	if (flags & (MSG_DONTWAIT | MSG_ERRQUEUE))
+		return false;
+	if (flags & MSG_WAITALL)
+		return true;
+
+	TDSHIM_SAVE_ERRNO();
+	struct pollfd probe = { .fd = fd, .events = POLLIN };
+	bool would_wait = tdshim_real_poll(&probe, 1, 0) == 0 && !is_nonblocking(fd);
+
+	TDSHIM_RESTORE_ERRNO();
+	return would_wait;
 }
 
-/* MSG_DONTWAIT and MSG_ERRQUEUE never wait; MSG_WAITALL cannot be tried
- * (the try would return part of what the caller waits for). */
-static bool recv_tries_first(int flags)
-{
-	return !(flags & (MSG_DONTWAIT | MSG_ERRQUEUE | MSG_WAITALL));
-}
-
-static bool recv_never_waits(int flags)
-{
-	return (flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) != 0;
-}
-
-#define RECV_BODY(call, fd, flags)                                           \
-	do {                                                                 \
-		if (recv_never_waits(flags))                                 \
-			return call(flags);                                  \
-		if (recv_tries_first(flags)) {                               \
-			TDSHIM_SAVE_ERRNO();                                 \
-			ssize_t got = call((flags) | MSG_DONTWAIT);          \
-			enum try_outcome outcome = after_recv_try(fd, got);  \
-			if (outcome == TRY_DONE)                             \
-				return got;                                  \
-			TDSHIM_RESTORE_ERRNO();                              \
-			if (outcome == TRY_UNSUPPORTED)                      \
-				return call(flags);                          \
-		}                                                            \
-		TDSHIM_WAIT_SCOPE();                                         \
-		return call(flags);                                          \
+#define RECEIVE_BODY(call, fd, flags)                                             \
+	do {                                                                      \
+		if (caa_likely(!tdshim_track_reads) || !tdshim_real_poll ||        \
+		    !receive_would_wait(fd, flags))                                \
+			return call;                                               \
+		TDSHIM_WAIT_SCOPE();                                               \
+		return call;                                                       \
 	} while (0)
 
 TDSHIM_EXPORT ssize_t recv(int fd, void *buffer, size_t size, int flags)
 {
 	TDSHIM_REQUIRE_LIBC(recv);
-#define CALL(f) tdshim_real_recv(fd, buffer, size, f)
-	RECV_BODY(CALL, fd, flags);
-#undef CALL
+	RECEIVE_BODY(tdshim_real_recv(fd, buffer, size, flags), fd, flags);
 }
 
 TDSHIM_EXPORT ssize_t __recv_chk(int fd, void *buffer, size_t size, size_t buffer_size, int flags)
@@ -231,9 +224,7 @@ TDSHIM_EXPORT ssize_t recvfrom(int fd, void *buffer, size_t size, int flags, str
 			       socklen_t *from_size)
 {
 	TDSHIM_REQUIRE_LIBC(recvfrom);
-#define CALL(f) tdshim_real_recvfrom(fd, buffer, size, f, from, from_size)
-	RECV_BODY(CALL, fd, flags);
-#undef CALL
+	RECEIVE_BODY(tdshim_real_recvfrom(fd, buffer, size, flags, from, from_size), fd, flags);
 }
 
 TDSHIM_EXPORT ssize_t __recvfrom_chk(int fd, void *buffer, size_t size, size_t buffer_size, int flags,
@@ -248,9 +239,7 @@ TDSHIM_EXPORT ssize_t __recvfrom_chk(int fd, void *buffer, size_t size, size_t b
 TDSHIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *message, int flags)
 {
 	TDSHIM_REQUIRE_LIBC(recvmsg);
-#define CALL(f) tdshim_real_recvmsg(fd, message, f)
-	RECV_BODY(CALL, fd, flags);
-#undef CALL
+	RECEIVE_BODY(tdshim_real_recvmsg(fd, message, flags), fd, flags);
 }
 
 static bool accept_would_wait(int fd)

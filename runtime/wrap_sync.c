@@ -84,7 +84,7 @@ TDSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *lock)
 TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_timedrdlock);
-	if (!tdshim_abstime_valid(CLOCK_REALTIME, abstime))
+	if (!tdshim_rwlock_abstime_valid(CLOCK_REALTIME, abstime))
 		return tdshim_real_pthread_rwlock_timedrdlock(lock, abstime);
 	int error = pthread_rwlock_tryrdlock(lock);
 	if (error != EBUSY)
@@ -96,7 +96,7 @@ TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struc
 TDSHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *lock, const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_timedwrlock);
-	if (!tdshim_abstime_valid(CLOCK_REALTIME, abstime))
+	if (!tdshim_rwlock_abstime_valid(CLOCK_REALTIME, abstime))
 		return tdshim_real_pthread_rwlock_timedwrlock(lock, abstime);
 	int error = pthread_rwlock_trywrlock(lock);
 	if (error != EBUSY)
@@ -109,7 +109,7 @@ TDSHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *lock, clockid_t c
 					     const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_clockrdlock);
-	if (!tdshim_abstime_valid(clock, abstime))
+	if (!tdshim_rwlock_abstime_valid(clock, abstime))
 		return tdshim_real_pthread_rwlock_clockrdlock(lock, clock, abstime);
 	int error = pthread_rwlock_tryrdlock(lock);
 	if (error != EBUSY)
@@ -122,7 +122,7 @@ TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t c
 					     const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_clockwrlock);
-	if (!tdshim_abstime_valid(clock, abstime))
+	if (!tdshim_rwlock_abstime_valid(clock, abstime))
 		return tdshim_real_pthread_rwlock_clockwrlock(lock, clock, abstime);
 	int error = pthread_rwlock_trywrlock(lock);
 	if (error != EBUSY)
