@@ -313,3 +313,19 @@ int tdtest_run(const char *const argv[], const struct tdtest_spawn_options *opts
 	}
 	return tdtest_wait(&child, remaining_ms(deadline));
 }
+
+uint64_t tdtest_monotonic_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+void tdtest_sleep_ms(long ms)
+{
+	struct timespec pause = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&pause, &pause) != 0)
+		;
+}

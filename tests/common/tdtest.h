@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct tdtest_spawn_options {
@@ -32,6 +33,11 @@ struct tdtest_child {
 
 /* The shim to preload: the TDTEST_SHIM_PATH given at compile time. */
 const char *tdtest_shim_path(void);
+
+/* CLOCK_MONOTONIC in ns, and a sleep that resumes after signals: the
+ * timing helpers every suite needs. */
+uint64_t tdtest_monotonic_ns(void);
+void tdtest_sleep_ms(long ms);
 
 /* Starts argv[0] (searched in PATH) with stdout piped to the test, its own
  * environment plus opts->env, stderr inherited.  The child leads its own

@@ -10,21 +10,7 @@
 
 #define READY_TIMEOUT_MS 20000
 
-uint64_t monotonic_ns(void)
-{
-	struct timespec now;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
-void sleep_ms(long ms)
-{
-	struct timespec pause = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&pause, &pause) != 0)
-		;
-}
 
 bool live_start(struct live_target *target, const char *mode, int threads, long param,
 		const struct live_options *options)

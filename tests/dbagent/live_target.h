@@ -39,7 +39,5 @@ uint64_t kernel_runnable_ns(pid_t pid);
 uint64_t kernel_cpu_ns(pid_t pid);
 int kernel_task_count(pid_t pid);
 
-uint64_t monotonic_ns(void);
-void sleep_ms(long ms);
 
 #endif /* TDSTAT_TESTS_LIVE_TARGET_H */

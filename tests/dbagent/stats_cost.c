@@ -39,13 +39,13 @@ static int measure(int threads, const char *mode)
 		return 1;
 	}
 	for (int i = 0; i < CALLS; i++) {
-		uint64_t start = monotonic_ns();
+		uint64_t start = tdtest_monotonic_ns();
 
 		if (td_ta_get_stats(ta, &stats) != TD_OK) {
 			fprintf(stderr, "stats_cost: td_ta_get_stats failed\n");
 			return 1;
 		}
-		costs[i] = monotonic_ns() - start;
+		costs[i] = tdtest_monotonic_ns() - start;
 		total += costs[i];
 	}
 	qsort(costs, CALLS, sizeof(costs[0]), compare);

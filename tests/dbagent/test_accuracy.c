@@ -45,19 +45,19 @@ static void measure(const char *mode, int threads, long param, struct measuremen
 	cr_assert(live_start(&target, mode, threads, param, NULL));
 	cr_assert_eq(tdps_open(target.pid, &ph), TDPS_OK);
 	cr_assert_eq(td_ta_new(ph, &ta), TD_OK);
-	sleep_ms(100); /* past the start-up transient */
+	tdtest_sleep_ms(100); /* past the start-up transient */
 
 	/* The window and the kernel's samples bracket each other as
 	 * tightly as two syscalls allow. */
 	runnable0 = kernel_runnable_ns(target.pid);
 	cpu0 = kernel_cpu_ns(target.pid);
-	start = monotonic_ns();
+	start = tdtest_monotonic_ns();
 	cr_assert_eq(td_ta_reset_stats(ta), TD_OK);
-	sleep_ms(WINDOW_MS);
+	tdtest_sleep_ms(WINDOW_MS);
 	cr_assert_eq(td_ta_get_stats(ta, &stats), TD_OK);
 	runnable1 = kernel_runnable_ns(target.pid);
 	cpu1 = kernel_cpu_ns(target.pid);
-	end = monotonic_ns();
+	end = tdtest_monotonic_ns();
 	m->kernel_tasks = kernel_task_count(target.pid);
 
 	m->nthreads = stats.nthreads;

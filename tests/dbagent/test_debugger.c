@@ -161,7 +161,7 @@ Test(debugger, own_proc_service_drives_libc_db)
 	cr_assert_eq(n, 4);
 	cr_assert_eq(td_ta_enable_stats(ta, 1), TD_OK);
 	cr_assert_eq(td_ta_setconcurrency(ta, 2), TD_OK);
-	sleep_ms(20);
+	tdtest_sleep_ms(20);
 	cr_assert_eq(td_ta_get_stats(ta, &stats), TD_OK);
 	cr_assert_eq(stats.nthreads, 4);
 	cr_assert_eq(stats.r_concurrency, 2);

@@ -60,9 +60,9 @@ Test(live, steady_counts_are_exact)
 	cr_assert_eq(n, 6);
 	cr_assert_eq(kernel_task_count(s.target.pid), 6);
 	cr_assert_eq(td_ta_enable_stats(s.ta, 1), TD_OK);
-	sleep_ms(50);
+	tdtest_sleep_ms(50);
 	cr_assert_eq(td_ta_get_stats_ns(s.ta, &settled), TD_OK);
-	sleep_ms(100);
+	tdtest_sleep_ms(100);
 	cr_assert_eq(td_ta_get_stats(s.ta, &stats), TD_OK);
 	cr_assert_eq(td_ta_get_stats_ns(s.ta, &later), TD_OK);
 	cr_assert_eq(stats.nthreads, 6);
@@ -167,12 +167,12 @@ Test(live, disable_freezes_enable_and_reset_start_windows)
 	cr_assert_eq(ns.window_ns, 0, "off from the start: empty window");
 
 	cr_assert_eq(td_ta_enable_stats(s.ta, 1), TD_OK);
-	sleep_ms(60);
+	tdtest_sleep_ms(60);
 	cr_assert_eq(td_ta_enable_stats(s.ta, 0), TD_OK);
 	cr_assert_eq(td_ta_get_stats(s.ta, &frozen), TD_OK);
 	cr_assert_eq(frozen.nthreads, 3);
 	cr_assert_eq(frozen.nlwps_num, 3 * frozen.nlwps_den);
-	sleep_ms(30);
+	tdtest_sleep_ms(30);
 	cr_assert(live_command(&s.target, "spawn 2", reply, sizeof(reply)));
 	cr_assert_str_eq(reply, "spawned");
 	cr_assert_eq(td_ta_get_stats(s.ta, &again), TD_OK);
@@ -188,7 +188,7 @@ Test(live, disable_freezes_enable_and_reset_start_windows)
 
 	/* Enable: a new window from now, with the five threads in it. */
 	cr_assert_eq(td_ta_enable_stats(s.ta, 1), TD_OK);
-	sleep_ms(30);
+	tdtest_sleep_ms(30);
 	cr_assert_eq(td_ta_get_stats_ns(s.ta, &ns), TD_OK);
 	cr_assert_eq(ns.enabled, 1);
 	cr_assert_gt(ns.window_start_ns, later.window_start_ns);

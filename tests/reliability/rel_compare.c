@@ -191,14 +191,14 @@ static void sampler_start(struct sampler *sampler, pid_t pid, bool enable_first)
 {
 	char pid_text[16];
 	const char *watch[] = { TDSTAT_PATH, "-i", "0.05", "--json", pid_text, NULL };
-	uint64_t deadline = rel_monotonic_ns() + 5000000000u;
+	uint64_t deadline = tdtest_monotonic_ns() + 5000000000u;
 
 	memset(sampler, 0, sizeof(*sampler));
 	snprintf(pid_text, sizeof(pid_text), "%d", (int)pid);
 	/* The shim is mapped while the loader starts the program; before
 	 * that, tdstat would rightly say it is not there. */
-	while (!rel_maps_contain(pid, "libtdshim") && rel_monotonic_ns() < deadline)
-		rel_sleep_ms(1);
+	while (!rel_maps_contain(pid, "libtdshim") && tdtest_monotonic_ns() < deadline)
+		tdtest_sleep_ms(1);
 	if (enable_first) {
 		const char *enable[] = { TDSTAT_PATH, "enable", pid_text, NULL };
 		char *ignored;

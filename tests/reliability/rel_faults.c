@@ -138,7 +138,7 @@ static bool nthreads_becomes(td_thragent_t *ta, int want, int *last)
 	for (int i = 0; i < 2000; i++) {
 		if (td_ta_get_nthreads(ta, last) == TD_OK && *last == want)
 			return true;
-		rel_sleep_ms(5);
+		tdtest_sleep_ms(5);
 	}
 	return false;
 }
@@ -194,7 +194,7 @@ static void target_death(void)
 		for (int i = 0; i < 2; i++)
 			pthread_create(&readers[i], NULL, reader_main, &reader);
 		while (reader.ok < 100)
-			rel_sleep_ms(1);
+			tdtest_sleep_ms(1);
 		if (w == 1) {
 			target_say(&target, "stop");
 			if (write(target.child.stdin_fd, "exit\n", 5) != 5)
@@ -365,7 +365,7 @@ static void fork_storm(void)
 		if (err != TD_OK)
 			rel_fail("fork-storm: snapshot gave %s", rel_td_name(err));
 		snapshots++;
-		rel_sleep_ms(2);
+		tdtest_sleep_ms(2);
 	}
 	printf("fork-storm: %s, %ld snapshots during the storm\n", expected, snapshots);
 	target_stop(&target);
@@ -490,7 +490,7 @@ static void *controller_main(void *argument)
 			atomic_fetch_add(&run->failures, 1);
 		}
 		atomic_fetch_add(&run->changes, 1);
-		rel_sleep_ms(rand_r(&seed) % 3);
+		tdtest_sleep_ms(rand_r(&seed) % 3);
 	}
 	rel_agent_close(&agent);
 	return NULL;
@@ -534,7 +534,7 @@ static void controllers(void)
 	run.pid = target.child.pid;
 	for (int i = 0; i < 6; i++)
 		pthread_create(&threads[i], NULL, i < 4 ? controller_main : snapshot_main, &run);
-	rel_sleep_ms((long)(run.seconds * 1000));
+	tdtest_sleep_ms((long)(run.seconds * 1000));
 	atomic_store(&run.stop, 1);
 	for (int i = 0; i < 6; i++)
 		pthread_join(threads[i], NULL);
@@ -562,10 +562,10 @@ static void soak(void)
 
 	if (!target_start(&target, args, NULL, true, NULL, 0))
 		return;
-	start = rel_monotonic_ns();
+	start = tdtest_monotonic_ns();
 	warm = start + (uint64_t)(seconds * 0.25e9);
 	end = start + (uint64_t)(seconds * 1e9);
-	for (uint64_t next = start; rel_monotonic_ns() < end; next += 10000000u) {
+	for (uint64_t next = start; tdtest_monotonic_ns() < end; next += 10000000u) {
 		int before = rel_failures;
 		td_err_e err = snapshot(target.agent.ta, NULL, &n);
 		uint64_t now;
@@ -577,13 +577,13 @@ static void soak(void)
 		if (n > max_threads)
 			max_threads = n;
 		samples++;
-		if (target_rss_early < 0 && rel_monotonic_ns() >= warm) {
+		if (target_rss_early < 0 && tdtest_monotonic_ns() >= warm) {
 			target_rss_early = rel_vm_kb(target.child.pid, "VmRSS");
 			reader_rss_early = rel_vm_kb(getpid(), "VmRSS");
 		}
-		now = rel_monotonic_ns();
+		now = tdtest_monotonic_ns();
 		if (next > now)
-			rel_sleep_ms((long)((next - now) / 1000000u));
+			tdtest_sleep_ms((long)((next - now) / 1000000u));
 	}
 	target_rss = rel_vm_kb(target.child.pid, "VmRSS");
 	target_hwm = rel_vm_kb(target.child.pid, "VmHWM");

@@ -39,21 +39,7 @@ double rel_seconds(const char *name, double ci_default, double local_default)
 	return rel_ci() ? ci_default : local_default;
 }
 
-uint64_t rel_monotonic_ns(void)
-{
-	struct timespec now;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
-void rel_sleep_ms(long ms)
-{
-	struct timespec pause = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&pause, &pause) != 0)
-		;
-}
 
 const char *rel_check_fractions(const td_ta_stats_t *s)
 {
@@ -137,7 +123,7 @@ bool rel_maps_contain(pid_t pid, const char *needle)
 
 td_err_e rel_agent_open(struct rel_agent *agent, pid_t pid, int timeout_ms)
 {
-	uint64_t deadline = rel_monotonic_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t deadline = tdtest_monotonic_ns() + (uint64_t)timeout_ms * 1000000u;
 	td_err_e err = TD_DBERR;
 
 	agent->ph = NULL;
@@ -150,9 +136,9 @@ td_err_e rel_agent_open(struct rel_agent *agent, pid_t pid, int timeout_ms)
 			tdps_close(agent->ph);
 			agent->ph = NULL;
 		}
-		if (rel_monotonic_ns() > deadline)
+		if (tdtest_monotonic_ns() > deadline)
 			return err;
-		rel_sleep_ms(5);
+		tdtest_sleep_ms(5);
 	}
 }
 

@@ -15,14 +15,14 @@
 #include <thread_db.h>
 #include <tdstat/thread_db_stats.h>
 
+#include "tdtest.h"
+
 /* CI=true (or any CI value): the short versions. */
 bool rel_ci(void);
 
 /* Seconds from `name` in the environment, else CI or local default. */
 double rel_seconds(const char *name, double ci_default, double local_default);
 
-uint64_t rel_monotonic_ns(void);
-void rel_sleep_ms(long ms);
 
 /* Returns NULL when the fractions keep SPEC §2's invariants, else a
  * description of the first broken one (static storage). */
