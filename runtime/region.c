@@ -6,16 +6,20 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "shim.h"
 
-/* In .bss: the 2 MiB of records cost nothing until threads touch them.
+/* In .bss: the 4 MiB of records and 8 MiB of details cost nothing until
+ * threads touch them (a thread touches its record's two lines and its
+ * detail's four: 384 bytes, so 32,768 threads touch 12 MiB).
  * The header is filled by tdshim_init(), magic last. */
 TDSHIM_EXPORT struct tdstat_region tdstat_region __attribute__((aligned(64)));
 
 __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
 int tdshim_initialised;
 bool tdshim_track_reads;
+uint64_t tdshim_timer_slack_ns = 50000;
 
 enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
 static int init_state;
@@ -48,7 +52,72 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
+struct tdstat_detail *tdshim_detail_of(const struct tdstat_record *record)
+{
+	return &tdstat_region.details[record - tdstat_region.records];
+}
+
 /*
+ * Step 1 of region.h's latch: announce the change at T, and re-read the
+ * clock after the store is visible.  A reader that saw no announcement
+ * took its own clock at least TDSTAT_STALL_NS before it read pending_ns
+ * (docs/READER.md), so with the store landing within TDSTAT_STALL_NS of
+ * T, T is no earlier than that reader's clock: the interval it extended
+ * in the old state really was in the old state.  When more time passed
+ * (the writer was preempted, stopped or interrupted), T moves on.
+ *
+ * The full barrier orders the store before the second clock read, which
+ * is a load of the vDSO's data and would otherwise pass the store.
+ */
+static uint64_t announce_change(struct tdstat_record *record)
+{
+	uint64_t moment = tdshim_now_ns();
+
+	for (;;) {
+		CMM_STORE_SHARED(record->pending_ns, moment);
+		cmm_smp_mb();
+		uint64_t again = tdshim_now_ns();
+		if (again - moment <= TDSTAT_STALL_NS)
+			return moment;
+		moment = again;
+	}
+}
+
+/*
+ * Closes the open interval [from, to) of the published state into the
+ * next copies.  A BLOCKED interval that was woken before its end is split:
+ * blocked up to the wake-up, runnable after it (the run-queue wait and
+ * the call's own work after the wake), the split dated back no further
+ * than TDSTAT_COMMIT_LAG_NS before `now`, the part readers have not
+ * reported yet.
+ */
+static uint64_t close_interval(const struct tdstat_record_copy *old, struct tdstat_record_copy *next,
+			       struct tdstat_detail_copy *next_detail, uint64_t from, uint64_t to, uint64_t now,
+			       uint64_t woken)
+{
+	uint64_t wake = to;
+
+	if (to <= from || old->state == TDSTAT_STATE_FREE)
+		return 0;
+	next->acc_tracked_ns += to - from;
+	if (old->state == TDSTAT_STATE_RUNNABLE) {
+		next->acc_runnable_ns += to - from;
+		return 0;
+	}
+	if (woken) {
+		uint64_t floor = max_u64(from, now > TDSTAT_COMMIT_LAG_NS ? now - TDSTAT_COMMIT_LAG_NS : 0);
+		wake = min_u64(max_u64(woken, floor), to);
+	}
+	if (old->kind < TDSTAT_WAIT_KIND_COUNT)
+		next_detail->acc_idle_ns[old->kind] += wake - from;
+	next->acc_runnable_ns += to - wake;
+	return wake;
+}
+
+/*
+ * The one routine that changes a record, by region.h's latch: compute the
+ * next copies from the published ones, then publish them with one store.
+ *
  * Why the clock is read only sometimes: an interval matters to a window
  * only if it can overlap it.  While gathering is on it always can; while
  * off, only an interval that began before the window's end.  So a process
@@ -57,71 +126,91 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
  * max(since_ns, window_start_ns).
  *
  * An empty window (end <= start) is also what a reader sees between the
- * two writes of an enable (start first, then end = OPEN): there the
- * record's since_ns must not move, or the time from the new start to this
- * change would be lost once the enable completes.
+ * two writes of an enable (start first, then end = OPEN): there since_ns
+ * must not move, or the time from the new start to this change would be
+ * lost once the enable completes.
+ *
+ * A record still on an older window has not changed state since this
+ * window was published, except in the gap between the controller reading
+ * its clock (window_start) and its write landing: a change made then set
+ * since_ns past window_start while reading the old window.  Counting from
+ * window_start keeps that gap's time (in the current state).
  */
-void tdshim_record_set_state(struct tdstat_record *record, uint32_t new_state)
+void tdshim_record_change(struct tdstat_record *record, const struct tdshim_change *change)
 {
 	const struct tdstat_control *control = &tdstat_region.header.control;
+	struct tdstat_detail *detail = tdshim_detail_of(record);
+	uint32_t seq = CMM_LOAD_SHARED(record->seq);
+	const struct tdstat_record_copy *old = &record->copy[seq & 1];
+	struct tdstat_record_copy *next = &record->copy[(seq + 1) & 1];
+	struct tdstat_detail_copy *next_detail = &detail->copy[(seq + 1) & 1];
 	uint64_t window_start = CMM_LOAD_SHARED(control->window_start_ns);
 	uint64_t window_end = CMM_LOAD_SHARED(control->window_end_ns);
 	bool clocked = window_end == TDSTAT_WINDOW_OPEN ||
-		       (window_start < window_end && record->since_ns < window_end);
-	uint64_t now = clocked ? tdshim_now_ns() : 0;
+		       (window_start < window_end && old->since_ns < window_end);
+	uint64_t now = clocked ? announce_change(record) : 0;
 
-	CMM_STORE_SHARED(record->seq, record->seq + 1);
-	cmm_smp_wmb();
+	*next = *old;
+	*next_detail = detail->copy[seq & 1];
 	if (clocked) {
-		/* A record still on an older window has not changed state since
-		 * this window was published, except in the gap between the
-		 * controller reading its clock (window_start) and its write
-		 * landing: a change made then set since_ns past window_start
-		 * while reading the old window.  Counting from window_start
-		 * keeps that gap's time (in the current state). */
-		uint64_t from = max_u64(record->since_ns, window_start);
-		if (record->epoch_ns != window_start) {
-			record->epoch_ns = window_start;
-			record->acc_tracked_ns = 0;
-			record->acc_runnable_ns = 0;
+		uint64_t from = max_u64(old->since_ns, window_start);
+
+		if (old->epoch_ns != window_start) {
+			next->epoch_ns = window_start;
+			next->acc_tracked_ns = 0;
+			next->acc_runnable_ns = 0;
+			memset(next_detail->acc_idle_ns, 0, sizeof(next_detail->acc_idle_ns));
 			from = window_start;
 		}
-		uint64_t to = min_u64(now, window_end);
-		if (to > from && record->state != TDSTAT_STATE_FREE) {
-			record->acc_tracked_ns += to - from;
-			if (record->state == TDSTAT_STATE_RUNNABLE)
-				record->acc_runnable_ns += to - from;
-		}
-		record->since_ns = now;
+		uint64_t wake = close_interval(old, next, next_detail, from, min_u64(now, window_end), now,
+					       change->woken_ns);
+		if (old->state == TDSTAT_STATE_BLOCKED)
+			next_detail->woken_ns = wake ? wake : now;
+		next->since_ns = now;
 	}
-	record->state = new_state;
+	next->state = change->state;
+	if (change->state == TDSTAT_STATE_BLOCKED) {
+		next->kind = change->kind;
+		next_detail->object = (uint64_t)(uintptr_t)change->object;
+		next_detail->site = (uint64_t)(uintptr_t)change->site;
+	}
+	/* Pairs with the reader's check of seq after its copy: the next
+	 * copies are complete before they are published. */
 	cmm_smp_wmb();
-	CMM_STORE_SHARED(record->seq, record->seq + 1);
+	CMM_STORE_SHARED(record->seq, seq + 1);
 }
 
-/* Identity changes (who owns the record) go under the same sequence rule
- * so a reader never pairs one thread's tid with another's times. */
+/* Identity changes (who owns the record) go through the latch too, so a
+ * reader never pairs one thread's tid with another's times. */
 void tdshim_record_set_owner(struct tdstat_record *record, pid_t tid, bool new_claim)
 {
-	CMM_STORE_SHARED(record->seq, record->seq + 1);
-	cmm_smp_wmb();
-	record->tid = tid;
+	uint32_t seq = CMM_LOAD_SHARED(record->seq);
+	struct tdstat_record_copy *next = &record->copy[(seq + 1) & 1];
+	struct tdstat_detail *detail = tdshim_detail_of(record);
+
+	*next = record->copy[seq & 1];
+	detail->copy[(seq + 1) & 1] = detail->copy[seq & 1];
+	next->tid = tid;
 	if (new_claim)
-		record->generation++;
+		next->generation++;
 	cmm_smp_wmb();
-	CMM_STORE_SHARED(record->seq, record->seq + 1);
+	CMM_STORE_SHARED(record->seq, seq + 1);
 }
 
 /* A claim whose thread never came to exist (pthread_create failed): the
  * slot goes back to FREE and the instant it was RUNNABLE is not counted. */
 void tdshim_record_abandon(struct tdstat_record *record)
 {
-	CMM_STORE_SHARED(record->seq, record->seq + 1);
+	uint32_t seq = CMM_LOAD_SHARED(record->seq);
+	struct tdstat_record_copy *next = &record->copy[(seq + 1) & 1];
+	struct tdstat_detail *detail = tdshim_detail_of(record);
+
+	*next = record->copy[seq & 1];
+	detail->copy[(seq + 1) & 1] = detail->copy[seq & 1];
+	next->state = TDSTAT_STATE_FREE;
+	next->tid = 0;
 	cmm_smp_wmb();
-	record->state = TDSTAT_STATE_FREE;
-	record->tid = 0;
-	cmm_smp_wmb();
-	CMM_STORE_SHARED(record->seq, record->seq + 1);
+	CMM_STORE_SHARED(record->seq, seq + 1);
 }
 
 static uint32_t capacity_from_environment(void)
@@ -163,6 +252,14 @@ static void start_window(bool enable)
 		CMM_STORE_SHARED(control->window_end_ns, now);
 	}
 	uatomic_inc(&control->generation);
+}
+
+/* The slack the kernel may add to this process's timed waits. */
+static uint64_t timer_slack(void)
+{
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+
+	return slack > 0 ? (uint64_t)slack : 0;
 }
 
 static void fill_header(void)
@@ -237,6 +334,7 @@ static void initialise_once(bool caller_is_main)
 	resolve_real_functions();
 	fill_header();
 	tdshim_track_reads = flag_from_environment("TDSTAT_TRACK_READS");
+	tdshim_timer_slack_ns = timer_slack();
 	tdshim_thread_key_init();
 	tdshim_probe_semaphore_layout();
 	tdshim_probe_rwlock_layout();

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,6 +46,8 @@ struct tdshim_thread {
 	struct tdstat_record *record; /* NULL: not tracked (yet, or overflow) */
 	pid_t tid;                    /* gettid(), 0 until known */
 	unsigned int wait_depth;      /* nested interposed waits (signal handlers) */
+	unsigned int writing;         /* inside a change of its own record */
+	const void *writing_frame;    /* ... made from this frame */
 	const void *outer_scope;      /* the outermost live wait scope, NULL if none */
 	int *errno_location;          /* cached __errno_location() */
 	bool overflow;                /* counted in status.overflow_live */
@@ -84,13 +87,61 @@ static inline void tdshim_ensure_init(void)
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
 uint64_t tdshim_now_ns(void);
 
-/* The single state-change routine: closes the open interval of the
- * record's current state and opens one in `new_state`.  Only the owner
- * calls it.  Reads the clock only when the closed interval can matter to a
- * window. */
-void tdshim_record_set_state(struct tdstat_record *record, uint32_t new_state);
+/*
+ * A change of a record (region.h's latch).  Only the owner changes its
+ * record, except for the claim of a new thread's record by its creator
+ * (before the thread exists).
+ *   state:  the new state;
+ *   kind, object, site: the wait the new state is in (BLOCKED);
+ *   woken_ns: closing a BLOCKED interval, the moment the wait was woken
+ *           (0: unknown, the change itself); dated back at most
+ *           TDSTAT_COMMIT_LAG_NS;
+ *   tid, new_claim: set the owner (a claim bumps the generation).
+ */
+struct tdshim_change {
+	uint32_t state;
+	uint32_t kind;
+	const void *object;
+	const void *site;
+	uint64_t woken_ns;
+};
+void tdshim_record_change(struct tdstat_record *record, const struct tdshim_change *change);
 void tdshim_record_set_owner(struct tdstat_record *record, pid_t tid, bool new_claim);
 void tdshim_record_abandon(struct tdstat_record *record);
+struct tdstat_detail *tdshim_detail_of(const struct tdstat_record *record);
+static inline void tdshim_record_set_state(struct tdstat_record *record, uint32_t new_state)
+{
+	struct tdshim_change change = { .state = new_state };
+
+	tdshim_record_change(record, &change);
+}
+
+/* True while gathering is on: the only time wake-ups are stamped. */
+static inline bool tdshim_gathering(void)
+{
+	return CMM_LOAD_SHARED(tdstat_region.header.control.window_end_ns) == TDSTAT_WINDOW_OPEN;
+}
+
+/*
+ * Wake-up stamps (runtime/wake.c).  A thread that wakes others (an unlock
+ * with waiters, a signal, a post, a futex wake, a barrier arrival, a
+ * thread exit) stamps the object's slot with the time, before the wake;
+ * a waiter that returns from a wait on that object takes the stamp as the
+ * moment it was woken.  Slots are a fixed hash table of single 64-bit
+ * words (time and a tag of the object): no lock, no allocation, and a
+ * collision only costs the precision of one wake-up.
+ */
+void tdshim_wake_stamp(const void *object);
+uint64_t tdshim_wake_lookup(const void *object);
+static inline void tdshim_wake_stamp_if_gathering(const void *object)
+{
+	if (tdshim_gathering())
+		tdshim_wake_stamp(object);
+}
+
+/* The kernel's timer slack of this process (ns): a timed wait ends up to
+ * this much after its deadline. */
+extern uint64_t tdshim_timer_slack_ns;
 
 /* Record slots (runtime/slots.c). */
 struct tdstat_record *tdshim_slot_claim(void);
@@ -135,20 +186,67 @@ static inline pid_t tdshim_cached_tid(void)
  * A wait scope marks the calling thread BLOCKED from its start to its end.
  * The end runs on every way out of the scope, including the unwinding of
  * a cancellation or pthread_exit inside the wait (the shim is compiled with
- * -fexceptions, so the cleanup attribute runs during forced unwinding).
+ * -fexceptions, so the cleanup attribute runs during forced unwinding),
+ * and a siglongjmp out of a signal handler that interrupted the wait
+ * (runtime/jump.c ends the scope before the jump).
  *
  * Nesting (a signal handler that waits while its thread already waits)
  * changes nothing: only the outermost scope writes the record.
+ *
+ * The wait's kind, object and call site go into the record.  The moment
+ * the wait was woken comes from the wake-up stamps of wake_keys (the
+ * objects whose wakers stamp), or from deadline_ns (a sleep or timeout
+ * that ran its course: the deadline plus the timer slack), whichever
+ * applies; without either the thread counts as woken when it returns.
  */
 struct tdshim_wait_scope {
-	char unused;
+	uint32_t kind;
+	const void *object;
+	const void *site;
+	const void *wake_keys[2];
+	uint64_t deadline_ns; /* monotonic; 0: none */
+	bool timed_out;       /* the call said its timeout expired */
 };
 void tdshim_wait_begin(struct tdshim_wait_scope *scope);
 void tdshim_wait_end(struct tdshim_wait_scope *scope);
+/* Ends the outermost scope (NULL: a scope whose frame is gone, with no
+ * wake-up to take from it) and every scope nested in it. */
+void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_scope *scope);
 
-#define TDSHIM_WAIT_SCOPE()                                                                \
-	struct tdshim_wait_scope tdshim_scope_ __attribute__((cleanup(tdshim_wait_end))) = { 0 }; \
+#define TDSHIM_CALL_SITE() __builtin_extract_return_addr(__builtin_return_address(0))
+
+/* A scope for a wait of `kind` on `object`, woken through the stamps of
+ * `object` (and of `second_key`, or NULL), called from `site`. */
+#define TDSHIM_WAIT_SCOPE_FULL(kind_, object_, second_key_, site_)                             \
+	struct tdshim_wait_scope tdshim_scope_ __attribute__((cleanup(tdshim_wait_end))) = {  \
+		.kind = (kind_),                                                              \
+		.object = (const void *)(object_),                                            \
+		.site = (site_),                                                              \
+		.wake_keys = { (const void *)(object_), (const void *)(second_key_) },        \
+	};                                                                                    \
 	tdshim_wait_begin(&tdshim_scope_)
+
+#define TDSHIM_WAIT_SCOPE_AT(kind_, object_, site_) TDSHIM_WAIT_SCOPE_FULL(kind_, object_, NULL, site_)
+#define TDSHIM_WAIT_SCOPE(kind_, object_) TDSHIM_WAIT_SCOPE_FULL(kind_, object_, NULL, TDSHIM_CALL_SITE())
+
+/* A wait whose wake-up is not stamped by anyone (I/O, signals, children):
+ * the object is only a label. */
+#define TDSHIM_WAIT_SCOPE_LABEL(kind_, label_, site_)                                         \
+	struct tdshim_wait_scope tdshim_scope_ __attribute__((cleanup(tdshim_wait_end))) = {  \
+		.kind = (kind_),                                                              \
+		.object = (const void *)(uintptr_t)(label_),                                  \
+		.site = (site_),                                                              \
+	};                                                                                    \
+	tdshim_wait_begin(&tdshim_scope_)
+
+/* Monotonic deadline of a relative timeout, from now (timespec). */
+uint64_t tdshim_deadline_after(const struct timespec *timeout);
+/* Monotonic deadline of an absolute timeout on `clock`. */
+uint64_t tdshim_deadline_at(clockid_t clock, const struct timespec *abstime);
+
+/* Raw futex calls of the shim's own, never through the interposed
+ * syscall() (runtime/wrap_futex.c). */
+long tdshim_futex(int *word, int operation, int value, const struct timespec *timeout);
 
 /* The real function, or the caller's "not available" answer when the C
  * library lacks it (an older glibc): pthread-style calls return the error,

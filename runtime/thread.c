@@ -29,7 +29,7 @@ static bool is_record_launch(const struct launch *launch)
 
 pid_t tdshim_fetch_tid(void)
 {
-	tdshim_self.tid = (pid_t)syscall(SYS_gettid);
+	tdshim_self.tid = gettid();
 	return tdshim_self.tid;
 }
 
@@ -40,6 +40,8 @@ static void end_tracking(void)
 	if (self->exited)
 		return;
 	self->exited = true;
+	/* A joiner is woken by this thread's exit, a moment from now. */
+	tdshim_wake_stamp_if_gathering((const void *)pthread_self());
 	if (self->record) {
 		/* Forget the record before giving it back: a signal handler
 		 * that waits from here on must not write a slot that another
@@ -48,6 +50,9 @@ static void end_tracking(void)
 
 		self->record = NULL;
 		cmm_barrier();
+		/* A write this thread abandoned (asynchronous cancellation inside
+		 * one) never resumes: the latch lets this one start over. */
+		self->writing = 0;
 		tdshim_record_set_state(record, TDSTAT_STATE_FREE);
 		tdshim_slot_release(record);
 	} else if (self->overflow) {
@@ -192,24 +197,38 @@ TDSHIM_EXPORT int pthread_getconcurrency(void)
 /*
  * Only the outermost scope writes: a signal handler that waits while its
  * thread is already in a wait leaves the record alone, and so does one
- * that arrives halfway through a record write (wait_depth is raised
- * before the write and lowered after it).
+ * that arrives halfway through a record write (`writing`, and wait_depth
+ * raised before the write and lowered after it).  A scope abandoned by a
+ * siglongjmp is ended by runtime/jump.c before the jump, so wait_depth
+ * always comes back to 0.
  */
+static void change_own_record(struct tdshim_thread *self, const struct tdshim_change *change)
+{
+	if (!self->record || self->writing)
+		return;
+	self->writing_frame = __builtin_frame_address(0);
+	self->writing = 1;
+	cmm_barrier();
+	tdshim_record_change(self->record, change);
+	cmm_barrier();
+	self->writing = 0;
+}
+
 /*
- * A wait whose scope never ended (a signal handler siglongjmp'ed out of
- * it) would leave wait_depth raised for good: the thread BLOCKED and its
- * later waits uncounted.  The outermost scope's address tells: a wait
- * nested in a handler runs deeper on the stack (or on the alternate
- * signal stack); a new wait at or above the outermost scope's address
- * means that frame is gone.
+ * A safety net for a jump out of a wait that runtime/jump.c did not see:
+ * a wait nested in a signal handler runs deeper on the same stack, or on
+ * the alternate signal stack; a new wait above the outermost scope's
+ * frame on the same stack means that frame is gone.  (The converse does
+ * not hold: a deeper wait may come after a jump too, which is why the
+ * jumps are interposed.)
  */
-static bool nested_in_live_wait(const struct tdshim_thread *self, const struct tdshim_wait_scope *scope)
+static bool outer_scope_gone(const struct tdshim_thread *self, const struct tdshim_wait_scope *scope)
 {
 	stack_t alternate;
 
-	if (!self->outer_scope || (uintptr_t)scope < (uintptr_t)self->outer_scope)
-		return true;
-	return sigaltstack(NULL, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK);
+	if (!self->outer_scope || (uintptr_t)scope <= (uintptr_t)self->outer_scope)
+		return false;
+	return !(sigaltstack(NULL, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK));
 }
 
 void tdshim_wait_begin(struct tdshim_wait_scope *scope)
@@ -217,11 +236,12 @@ void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 	struct tdshim_thread *self = &tdshim_self;
 
 	if (caa_unlikely(self->wait_depth != 0)) {
-		if (nested_in_live_wait(self, scope)) {
+		if (!outer_scope_gone(self, scope)) {
 			self->wait_depth++;
 			return;
 		}
-		self->wait_depth = 0;
+		self->writing = 0;
+		tdshim_wait_abandon(self, NULL);
 	}
 	/* Depth first: a handler arriving now sees a wait in progress (with
 	 * no outer scope yet, it counts as nested) and writes nothing. */
@@ -237,19 +257,60 @@ void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 		if (!self->record)
 			return;
 	}
-	tdshim_record_set_state(self->record, TDSTAT_STATE_BLOCKED);
+	struct tdshim_change change = {
+		.state = TDSTAT_STATE_BLOCKED,
+		.kind = scope->kind,
+		.object = scope->object,
+		.site = scope->site,
+	};
+	change_own_record(self, &change);
+}
+
+/* The moment the scope's wait was woken, as far as anyone stamped it; 0
+ * when nobody did (the thread counts as woken when it returns). */
+static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since)
+{
+	uint64_t woken = 0;
+
+	if (scope->deadline_ns && (scope->timed_out || scope->kind == TDSTAT_WAIT_SLEEP)) {
+		uint64_t expiry = scope->deadline_ns + tdshim_timer_slack_ns;
+		if (expiry > since && expiry <= tdshim_now_ns())
+			return expiry;
+		return 0;
+	}
+	for (int i = 0; i < 2; i++) {
+		uint64_t stamp = scope->wake_keys[i] ? tdshim_wake_lookup(scope->wake_keys[i]) : 0;
+		if (stamp > since && stamp > woken)
+			woken = stamp;
+	}
+	return woken;
+}
+
+/* Ends the outermost scope: RUNNABLE again, from when the wait was woken. */
+void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_scope *scope)
+{
+	if (self->record) {
+		const struct tdstat_record *record = self->record;
+		uint64_t since = CMM_LOAD_SHARED(record->copy[CMM_LOAD_SHARED(record->seq) & 1].since_ns);
+		struct tdshim_change change = {
+			.state = TDSTAT_STATE_RUNNABLE,
+			.woken_ns = scope && tdshim_gathering() ? wait_woken(scope, since) : 0,
+		};
+		change_own_record(self, &change);
+	}
+	self->outer_scope = NULL;
+	cmm_barrier();
+	self->wait_depth = 0;
 }
 
 void tdshim_wait_end(struct tdshim_wait_scope *scope)
 {
 	struct tdshim_thread *self = &tdshim_self;
 
-	if (self->wait_depth == 1 && scope == self->outer_scope) {
-		if (self->record)
-			tdshim_record_set_state(self->record, TDSTAT_STATE_RUNNABLE);
-		self->outer_scope = NULL;
-		cmm_barrier();
-		self->wait_depth = 0;
+	/* The outermost scope ends every scope nested in it, also those a
+	 * handler left without ending (a jump inside the handler). */
+	if (scope == self->outer_scope) {
+		tdshim_wait_abandon(self, scope);
 		return;
 	}
 	cmm_barrier();

@@ -27,15 +27,7 @@ static inline void record_ownership(pthread_mutex_t *mutex)
 	++mutex->__data.__nusers;
 }
 
-static void futex_wait_private(int *word, int expected)
-{
-	int saved_errno = errno;
-
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
-	errno = saved_errno;
-}
-
-__attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mutex)
+__attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mutex, const void *site)
 {
 	int *word = &mutex->__data.__lock;
 
@@ -46,8 +38,8 @@ __attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mut
 		/* One scope per sleep: a waiter woken only to find the lock
 		 * taken again runs (RUNNABLE) between two sleeps. */
 		do {
-			TDSHIM_WAIT_SCOPE();
-			futex_wait_private(word, 2);
+			TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_MUTEX, mutex, site);
+			tdshim_futex(word, FUTEX_WAIT_PRIVATE, 2, NULL);
 		} while (uatomic_xchg(word, 2) != 0);
 	}
 	record_ownership(mutex);
@@ -79,7 +71,7 @@ static bool fails_without_waiting(const pthread_mutex_t *mutex)
 	       (type == PTHREAD_MUTEX_ERRORCHECK_NP && owner == tdshim_cached_tid());
 }
 
-__attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex)
+__attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex, const void *site)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_lock);
 	if (fails_without_waiting(mutex))
@@ -87,7 +79,7 @@ __attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex)
 	int error = pthread_mutex_trylock(mutex);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_MUTEX, mutex, site);
 	return tdshim_real_pthread_mutex_lock(mutex);
 }
 
@@ -95,9 +87,9 @@ __attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex)
 TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
 {
 	if (caa_unlikely(!is_default_mutex(mutex)))
-		return lock_other_type(mutex);
+		return lock_other_type(mutex, TDSHIM_CALL_SITE());
 	if (caa_unlikely(uatomic_cmpxchg(&mutex->__data.__lock, 0, 1) != 0))
-		return lock_default_contended(mutex);
+		return lock_default_contended(mutex, TDSHIM_CALL_SITE());
 	record_ownership(mutex);
 	return 0;
 }
@@ -110,7 +102,7 @@ TDSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct t
 	int error = pthread_mutex_trylock(mutex);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_MUTEX, mutex);
 	return tdshim_real_pthread_mutex_timedlock(mutex, abstime);
 }
 
@@ -123,6 +115,42 @@ TDSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t cloc
 	int error = pthread_mutex_trylock(mutex);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_MUTEX, mutex);
 	return tdshim_real_pthread_mutex_clocklock(mutex, clock, abstime);
+}
+
+/*
+ * Unlock.  The default mutex is released here with glibc's own protocol
+ * (the owner field cleared, one user less, the word exchanged to 0 and a
+ * waiter woken if it was 2), so its waiters learn the moment of the
+ * wake-up from the stamp written just before the wake.  Every other type
+ * goes to glibc, after a stamp when its word says someone may wait
+ * (2 for the normal kinds, FUTEX_WAITERS for robust and PI mutexes).
+ * The uncontended path reads no clock.
+ */
+__attribute__((noinline)) static void wake_default_waiter(pthread_mutex_t *mutex)
+{
+	tdshim_wake_stamp_if_gathering(mutex);
+	tdshim_futex(&mutex->__data.__lock, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+__attribute__((noinline)) static int unlock_other_type(pthread_mutex_t *mutex)
+{
+	unsigned int word = (unsigned int)CMM_LOAD_SHARED(mutex->__data.__lock);
+
+	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_unlock);
+	if (word == 2 || (word & FUTEX_WAITERS))
+		tdshim_wake_stamp_if_gathering(mutex);
+	return tdshim_real_pthread_mutex_unlock(mutex);
+}
+
+TDSHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mutex)
+{
+	if (caa_unlikely(!is_default_mutex(mutex)))
+		return unlock_other_type(mutex);
+	mutex->__data.__owner = 0;
+	--mutex->__data.__nusers;
+	if (caa_unlikely(uatomic_xchg(&mutex->__data.__lock, 0) > 1))
+		wake_default_waiter(mutex);
+	return 0;
 }

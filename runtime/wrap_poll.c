@@ -25,8 +25,12 @@ TDSHIM_EXPORT int poll(struct pollfd *fds, nfds_t count, int timeout_ms)
 	int ready = tdshim_real_poll(fds, count, 0);
 	if (ready != 0)
 		return ready;
-	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_poll(fds, count, timeout_ms);
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, count ? fds[0].fd : -1, TDSHIM_CALL_SITE());
+	if (timeout_ms > 0)
+		tdshim_scope_.deadline_ns = tdshim_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	ready = tdshim_real_poll(fds, count, timeout_ms);
+	tdshim_scope_.timed_out = ready == 0;
+	return ready;
 }
 
 TDSHIM_EXPORT int __poll_chk(struct pollfd *fds, nfds_t count, int timeout_ms, size_t fds_size)
@@ -46,8 +50,11 @@ TDSHIM_EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec 
 	int ready = tdshim_real_ppoll(fds, count, &zero_timespec, mask);
 	if (ready != 0)
 		return ready;
-	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_ppoll(fds, count, timeout, mask);
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, count ? fds[0].fd : -1, TDSHIM_CALL_SITE());
+	tdshim_scope_.deadline_ns = tdshim_deadline_after(timeout);
+	ready = tdshim_real_ppoll(fds, count, timeout, mask);
+	tdshim_scope_.timed_out = ready == 0;
+	return ready;
 }
 
 TDSHIM_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
@@ -130,7 +137,7 @@ TDSHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timev
 	int ready = try_select(nfds, r, w, e, NULL, false);
 	if (ready > 0 || ready == -1)
 		return ready;
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, nfds, TDSHIM_CALL_SITE());
 	return tdshim_real_select(nfds, r, w, e, timeout);
 }
 
@@ -143,7 +150,7 @@ TDSHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struc
 	int ready = try_select(nfds, r, w, e, mask, true);
 	if (ready > 0 || ready == -1)
 		return ready;
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, nfds, TDSHIM_CALL_SITE());
 	return tdshim_real_pselect(nfds, r, w, e, timeout, mask);
 }
 
@@ -155,8 +162,12 @@ TDSHIM_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max_event
 	int ready = tdshim_real_epoll_wait(epfd, events, max_events, 0);
 	if (ready != 0)
 		return ready;
-	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_epoll_wait(epfd, events, max_events, timeout_ms);
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, epfd, TDSHIM_CALL_SITE());
+	if (timeout_ms > 0)
+		tdshim_scope_.deadline_ns = tdshim_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	ready = tdshim_real_epoll_wait(epfd, events, max_events, timeout_ms);
+	tdshim_scope_.timed_out = ready == 0;
+	return ready;
 }
 
 TDSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max_events, int timeout_ms,
@@ -168,8 +179,12 @@ TDSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max_even
 	int ready = tdshim_real_epoll_pwait(epfd, events, max_events, 0, mask);
 	if (ready != 0)
 		return ready;
-	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_epoll_pwait(epfd, events, max_events, timeout_ms, mask);
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, epfd, TDSHIM_CALL_SITE());
+	if (timeout_ms > 0)
+		tdshim_scope_.deadline_ns = tdshim_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	ready = tdshim_real_epoll_pwait(epfd, events, max_events, timeout_ms, mask);
+	tdshim_scope_.timed_out = ready == 0;
+	return ready;
 }
 
 TDSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max_events,
@@ -181,6 +196,9 @@ TDSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max_eve
 	int ready = tdshim_real_epoll_pwait2(epfd, events, max_events, &zero_timespec, mask);
 	if (ready != 0)
 		return ready;
-	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_epoll_pwait2(epfd, events, max_events, timeout, mask);
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, epfd, TDSHIM_CALL_SITE());
+	tdshim_scope_.deadline_ns = tdshim_deadline_after(timeout);
+	ready = tdshim_real_epoll_pwait2(epfd, events, max_events, timeout, mask);
+	tdshim_scope_.timed_out = ready == 0;
+	return ready;
 }

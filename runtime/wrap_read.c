@@ -82,7 +82,7 @@ static ssize_t finish_file_read(int fd, const struct iovec *iov, int count, size
 	TDSHIM_SAVE_ERRNO();
 	ssize_t more;
 	{
-		TDSHIM_WAIT_SCOPE();
+		TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, NULL);
 		more = tdshim_real_readv(fd, rest, n);
 	}
 	if (more < 0) {
@@ -111,7 +111,8 @@ static enum try_outcome try_readv(int fd, const struct iovec *iov, int count, ss
 	return outcome;
 }
 
-__attribute__((noinline)) static ssize_t tracked_readv(int fd, const struct iovec *iov, int count)
+__attribute__((noinline)) static ssize_t tracked_readv(int fd, const struct iovec *iov, int count,
+							 const void *site)
 {
 	ssize_t result;
 
@@ -125,7 +126,7 @@ __attribute__((noinline)) static ssize_t tracked_readv(int fd, const struct iove
 	case TRY_WOULD_WAIT:
 		break;
 	}
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, site);
 	return tdshim_real_readv(fd, iov, count);
 }
 
@@ -135,10 +136,10 @@ TDSHIM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count)
 	TDSHIM_REQUIRE_LIBC(readv);
 	if (caa_likely(!tdshim_track_reads))
 		return tdshim_real_readv(fd, iov, count);
-	return tracked_readv(fd, iov, count);
+	return tracked_readv(fd, iov, count, TDSHIM_CALL_SITE());
 }
 
-__attribute__((noinline)) static ssize_t tracked_read(int fd, void *buffer, size_t size)
+__attribute__((noinline)) static ssize_t tracked_read(int fd, void *buffer, size_t size, const void *site)
 {
 	struct iovec iov = { buffer, size };
 	ssize_t result;
@@ -153,7 +154,7 @@ __attribute__((noinline)) static ssize_t tracked_read(int fd, void *buffer, size
 	case TRY_WOULD_WAIT:
 		break;
 	}
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, site);
 	return tdshim_real_read(fd, buffer, size);
 }
 
@@ -162,7 +163,7 @@ TDSHIM_EXPORT ssize_t read(int fd, void *buffer, size_t size)
 	TDSHIM_REQUIRE_LIBC(read);
 	if (caa_likely(!tdshim_track_reads))
 		return tdshim_real_read(fd, buffer, size);
-	return tracked_read(fd, buffer, size);
+	return tracked_read(fd, buffer, size, TDSHIM_CALL_SITE());
 }
 
 TDSHIM_EXPORT ssize_t __read_chk(int fd, void *buffer, size_t size, size_t buffer_size)
@@ -202,7 +203,7 @@ static bool receive_would_wait(int fd, int flags)
 		if (caa_likely(!tdshim_track_reads) || !tdshim_real_poll ||        \
 		    !receive_would_wait(fd, flags))                                \
 			return call;                                               \
-		TDSHIM_WAIT_SCOPE();                                               \
+		TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, TDSHIM_CALL_SITE());  \
 		return call;                                                       \
 	} while (0)
 
@@ -258,7 +259,7 @@ TDSHIM_EXPORT int accept(int fd, struct sockaddr *address, socklen_t *address_si
 	TDSHIM_REQUIRE_LIBC(poll);
 	if (!accept_would_wait(fd))
 		return tdshim_real_accept(fd, address, address_size);
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, TDSHIM_CALL_SITE());
 	return tdshim_real_accept(fd, address, address_size);
 }
 
@@ -268,6 +269,6 @@ TDSHIM_EXPORT int accept4(int fd, struct sockaddr *address, socklen_t *address_s
 	TDSHIM_REQUIRE_LIBC(poll);
 	if (!accept_would_wait(fd))
 		return tdshim_real_accept4(fd, address, address_size, flags);
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, TDSHIM_CALL_SITE());
 	return tdshim_real_accept4(fd, address, address_size, flags);
 }

@@ -47,14 +47,14 @@ static bool add_reader_if_idle(pthread_rwlock_t *lock)
 	return uatomic_cmpxchg(&lock->__data.__readers, seen, seen + RWLOCK_ONE_READER) == seen;
 }
 
-__attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *lock)
+__attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *lock, const void *site)
 {
 	int error = pthread_rwlock_tryrdlock(lock);
 
 	if (error != EBUSY)
 		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_rdlock);
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_RWLOCK, lock, site);
 	return tdshim_real_pthread_rwlock_rdlock(lock);
 }
 
@@ -62,13 +62,13 @@ TDSHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *lock)
 {
 	if (caa_likely(CMM_LOAD_SHARED(rwlock_layout_known)) && caa_likely(add_reader_if_idle(lock)))
 		return 0;
-	return rdlock_slow(lock);
+	return rdlock_slow(lock, TDSHIM_CALL_SITE());
 }
 
-__attribute__((noinline)) static int wrlock_wait(pthread_rwlock_t *lock)
+__attribute__((noinline)) static int wrlock_wait(pthread_rwlock_t *lock, const void *site)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_wrlock);
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_RWLOCK, lock, site);
 	return tdshim_real_pthread_rwlock_wrlock(lock);
 }
 
@@ -78,7 +78,7 @@ TDSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *lock)
 
 	if (caa_likely(error != EBUSY))
 		return error;
-	return wrlock_wait(lock);
+	return wrlock_wait(lock, TDSHIM_CALL_SITE());
 }
 
 TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struct timespec *abstime)
@@ -89,7 +89,7 @@ TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struc
 	int error = pthread_rwlock_tryrdlock(lock);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_RWLOCK, lock);
 	return tdshim_real_pthread_rwlock_timedrdlock(lock, abstime);
 }
 
@@ -101,7 +101,7 @@ TDSHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *lock, const struc
 	int error = pthread_rwlock_trywrlock(lock);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_RWLOCK, lock);
 	return tdshim_real_pthread_rwlock_timedwrlock(lock, abstime);
 }
 
@@ -114,7 +114,7 @@ TDSHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *lock, clockid_t c
 	int error = pthread_rwlock_tryrdlock(lock);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_RWLOCK, lock);
 	return tdshim_real_pthread_rwlock_clockrdlock(lock, clock, abstime);
 }
 
@@ -127,14 +127,20 @@ TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t c
 	int error = pthread_rwlock_trywrlock(lock);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_RWLOCK, lock);
 	return tdshim_real_pthread_rwlock_clockwrlock(lock, clock, abstime);
 }
 
+/*
+ * A condvar waiter is woken by a signal or broadcast (stamped on the
+ * condvar), and then may sleep again on the mutex inside the call
+ * (stamped on the mutex by its unlocker): the later of the two is its
+ * wake-up.
+ */
 TDSHIM_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_wait);
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_FULL(TDSTAT_WAIT_COND, cond, mutex, TDSHIM_CALL_SITE());
 	return tdshim_real_pthread_cond_wait(cond, mutex);
 }
 
@@ -142,22 +148,57 @@ TDSHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *
 					 const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_timedwait);
-	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_pthread_cond_timedwait(cond, mutex, abstime);
+	TDSHIM_WAIT_SCOPE_FULL(TDSTAT_WAIT_COND, cond, mutex, TDSHIM_CALL_SITE());
+	int error = tdshim_real_pthread_cond_timedwait(cond, mutex, abstime);
+	if (error == ETIMEDOUT) {
+		tdshim_scope_.deadline_ns = tdshim_deadline_at(CLOCK_REALTIME, abstime);
+		tdshim_scope_.timed_out = true;
+	}
+	return error;
 }
 
 TDSHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
 					 clockid_t clock, const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_clockwait);
-	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_pthread_cond_clockwait(cond, mutex, clock, abstime);
+	TDSHIM_WAIT_SCOPE_FULL(TDSTAT_WAIT_COND, cond, mutex, TDSHIM_CALL_SITE());
+	int error = tdshim_real_pthread_cond_clockwait(cond, mutex, clock, abstime);
+	if (error == ETIMEDOUT) {
+		tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, abstime);
+		tdshim_scope_.timed_out = true;
+	}
+	return error;
 }
 
+/* glibc's condvar counts its waiters in __wrefs (from bit 3 up) and
+ * returns at once when there are none; so do the stamps. */
+static void stamp_if_cond_waiters(pthread_cond_t *cond)
+{
+	if (CMM_LOAD_SHARED(cond->__data.__wrefs) >> 3)
+		tdshim_wake_stamp_if_gathering(cond);
+}
+
+TDSHIM_EXPORT int pthread_cond_signal(pthread_cond_t *cond)
+{
+	TDSHIM_REQUIRE_PTHREAD(pthread_cond_signal);
+	stamp_if_cond_waiters(cond);
+	return tdshim_real_pthread_cond_signal(cond);
+}
+
+TDSHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t *cond)
+{
+	TDSHIM_REQUIRE_PTHREAD(pthread_cond_broadcast);
+	stamp_if_cond_waiters(cond);
+	return tdshim_real_pthread_cond_broadcast(cond);
+}
+
+/* Every arrival stamps the barrier: the last one, which releases the
+ * others, stamps last. */
 TDSHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *barrier)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_barrier_wait);
-	TDSHIM_WAIT_SCOPE();
+	tdshim_wake_stamp_if_gathering(barrier);
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_BARRIER, barrier);
 	return tdshim_real_pthread_barrier_wait(barrier);
 }
 
@@ -168,7 +209,7 @@ TDSHIM_EXPORT int pthread_join(pthread_t thread, void **result)
 	if (error != EBUSY)
 		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_join);
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_JOIN, thread);
 	return tdshim_real_pthread_join(thread, result);
 }
 
@@ -179,7 +220,7 @@ TDSHIM_EXPORT int pthread_timedjoin_np(pthread_t thread, void **result, const st
 	if (error != EBUSY)
 		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_timedjoin_np);
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_JOIN, thread);
 	return tdshim_real_pthread_timedjoin_np(thread, result, abstime);
 }
 
@@ -192,7 +233,7 @@ TDSHIM_EXPORT int pthread_clockjoin_np(pthread_t thread, void **result, clockid_
 	int error = pthread_tryjoin_np(thread, result);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_JOIN, thread);
 	return tdshim_real_pthread_clockjoin_np(thread, result, clock, abstime);
 }
 
@@ -278,14 +319,14 @@ static bool sem_would_wait(sem_t *semaphore, int *result, bool cancellation_poin
 	return true;
 }
 
-__attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore)
+__attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, const void *site)
 {
 	int result;
 
 	if (!sem_would_wait(semaphore, &result, true))
 		return result;
 	TDSHIM_REQUIRE_LIBC(sem_wait);
-	TDSHIM_WAIT_SCOPE();
+	TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_SEM, semaphore, site);
 	return tdshim_real_sem_wait(semaphore);
 }
 
@@ -294,7 +335,7 @@ TDSHIM_EXPORT int sem_wait(sem_t *semaphore)
 {
 	if (caa_likely(CMM_LOAD_SHARED(tdshim_sem_wait_inline)) && caa_likely(take_if_positive(semaphore)))
 		return 0;
-	return sem_wait_slow(semaphore);
+	return sem_wait_slow(semaphore, TDSHIM_CALL_SITE());
 }
 
 TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime)
@@ -306,8 +347,13 @@ TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime
 		return tdshim_real_sem_timedwait(semaphore, abstime);
 	if (!sem_would_wait(semaphore, &result, true))
 		return result;
-	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_sem_timedwait(semaphore, abstime);
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_SEM, semaphore);
+	result = tdshim_real_sem_timedwait(semaphore, abstime);
+	if (result != 0 && *tdshim_errno() == ETIMEDOUT) {
+		tdshim_scope_.deadline_ns = tdshim_deadline_at(CLOCK_REALTIME, abstime);
+		tdshim_scope_.timed_out = true;
+	}
+	return result;
 }
 
 TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct timespec *abstime)
@@ -319,6 +365,74 @@ TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct 
 		return tdshim_real_sem_clockwait(semaphore, clock, abstime);
 	if (!sem_would_wait(semaphore, &result, false))
 		return result;
-	TDSHIM_WAIT_SCOPE();
-	return tdshim_real_sem_clockwait(semaphore, clock, abstime);
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_SEM, semaphore);
+	result = tdshim_real_sem_clockwait(semaphore, clock, abstime);
+	if (result != 0 && *tdshim_errno() == ETIMEDOUT) {
+		tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, abstime);
+		tdshim_scope_.timed_out = true;
+	}
+	return result;
+}
+
+/*
+ * sem_post: the same increment as glibc's while nobody waits (one CAS,
+ * no clock); with waiters (the high half of the word) the semaphore is
+ * stamped and glibc posts and wakes.
+ */
+#define SEMAPHORE_VALUE_MAX 0x7fffffffu
+
+__attribute__((noinline)) static int sem_post_slow(sem_t *semaphore, bool waiters)
+{
+	TDSHIM_REQUIRE_LIBC(sem_post);
+	if (waiters)
+		tdshim_wake_stamp_if_gathering(semaphore);
+	return tdshim_real_sem_post(semaphore);
+}
+
+TDSHIM_EXPORT int sem_post(sem_t *semaphore)
+{
+	if (caa_likely(CMM_LOAD_SHARED(semaphore_layout_known))) {
+		uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
+		uint64_t seen = uatomic_read(data);
+
+		while ((seen >> 32) == 0 && (uint32_t)seen < SEMAPHORE_VALUE_MAX) {
+			uint64_t before = uatomic_cmpxchg(data, seen, seen + 1);
+			if (before == seen)
+				return 0;
+			seen = before;
+		}
+		return sem_post_slow(semaphore, (seen >> 32) != 0);
+	}
+	return sem_post_slow(semaphore, true);
+}
+
+/*
+ * rwlock unlock.  A read lock in a read phase with nobody waiting
+ * (__readers' low three bits clear, no writer) is released here with the
+ * same decrement glibc makes; everything else goes to glibc, after a
+ * stamp when the state shows waiters (readers waiting, or a writer
+ * phase, whose release wakes someone).
+ */
+#define RWLOCK_WAITERS_MASK 7u
+
+__attribute__((noinline)) static int rwlock_unlock_slow(pthread_rwlock_t *lock)
+{
+	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_unlock);
+	if ((CMM_LOAD_SHARED(lock->__data.__readers) & RWLOCK_WAITERS_MASK) ||
+	    (CMM_LOAD_SHARED(lock->__data.__writers_futex) & 0x80000000u) ||
+	    (CMM_LOAD_SHARED(lock->__data.__wrphase_futex) & 0x80000000u))
+		tdshim_wake_stamp_if_gathering(lock);
+	return tdshim_real_pthread_rwlock_unlock(lock);
+}
+
+TDSHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *lock)
+{
+	if (caa_likely(CMM_LOAD_SHARED(rwlock_layout_known)) && CMM_LOAD_SHARED(lock->__data.__cur_writer) == 0) {
+		unsigned int seen = CMM_LOAD_SHARED(lock->__data.__readers);
+
+		if ((seen & RWLOCK_STATE_BITS) == 0 && seen >= RWLOCK_ONE_READER &&
+		    uatomic_cmpxchg(&lock->__data.__readers, seen, seen - RWLOCK_ONE_READER) == seen)
+			return 0;
+	}
+	return rwlock_unlock_slow(lock);
 }

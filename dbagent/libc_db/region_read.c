@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reading the shared region: validating its header once (td_ta_new), then
- * taking snapshots as docs/READER.md describes.  Every value read from the
- * target is untrusted.
+ * copying the records as docs/READER.md describes and handing each one,
+ * decoded, with its integrals in the window, to a visitor.  What is added
+ * up (process sums, per-kind sums, a thread list) is the visitors'
+ * business; copying is this file's.  Every value read from the target is
+ * untrusted.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -11,12 +14,13 @@
 
 #include "thread_db_private.h"
 
-/* Bounds on retries (READER.md steps 3 and 4).  A writer preempted inside
- * its critical section keeps its record odd until it runs again, which on
- * a loaded machine takes milliseconds: retries are bounded by time as well
- * as by count, and yield so the writer can finish. */
+/* Bounds on retries (READER.md steps 3 and 4).  A record is re-read only
+ * when its writer published a new copy between our two reads; a writer
+ * that stopped anywhere leaves its published copy alone, so a record that
+ * keeps failing belongs to a thread changing state at a high rate:
+ * bounded by time as well as count, yielding so it can run. */
 #define CONTROL_COPIES_MAX 64
-#define RECORD_RETRIES_MAX 1000
+#define RECORD_RETRIES_MAX 10000
 #define RETRY_BUDGET_NS (200 * 1000 * 1000ull)
 
 /* Records are copied in chunks of this many bytes, so the memory a
@@ -36,41 +40,65 @@ static bool field_inside(uint32_t offset, uint32_t width, uint32_t size)
 	return offset <= size && width <= size - offset;
 }
 
+static bool record_layout_valid(const struct tdstat_layout *layout, uint32_t record_size, uint32_t detail_size)
+{
+	uint32_t copy = layout->record_copy_size, detail = layout->detail_copy_size;
+
+	if (copy == 0 || detail == 0 || layout->kind_count < TDSTAT_WAIT_KIND_COUNT)
+		return false;
+	if (!field_inside(layout->record_seq, sizeof(uint32_t), record_size) ||
+	    !field_inside(layout->record_pending, sizeof(uint64_t), record_size) ||
+	    !field_inside(layout->record_copies, 2 * copy, record_size) ||
+	    !field_inside(layout->detail_copies, 2 * detail, detail_size))
+		return false;
+#define CHECK_COPY_FIELD(type, name) \
+	if (!field_inside(layout->name, sizeof(type), copy)) \
+		return false;
+	TDSTAT_RECORD_COPY_FIELDS(CHECK_COPY_FIELD)
+#undef CHECK_COPY_FIELD
+	return field_inside(layout->object, sizeof(uint64_t), detail) &&
+	       field_inside(layout->site, sizeof(uint64_t), detail) &&
+	       field_inside(layout->woken_ns, sizeof(uint64_t), detail) &&
+	       field_inside(layout->acc_idle_ns, TDSTAT_WAIT_KIND_COUNT * sizeof(uint64_t), detail);
+}
+
 td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, struct tddb_geometry *geometry)
 {
 	const struct tdstat_layout *layout = &header->layout;
-	uint32_t record = header->record_size;
-	uint64_t records_end;
+	uint64_t records_end, details_end;
 
 	/* Not a region we know how to read. */
 	if (header->magic != TDSTAT_REGION_MAGIC || header->abi_major != TDSTAT_ABI_MAJOR)
 		return TD_VERSION;
 	if (header->header_size < sizeof(struct tdstat_region_header) ||
-	    header->layout_size < sizeof(struct tdstat_layout) || record < TDDB_RECORD_MIN)
+	    header->layout_size < sizeof(struct tdstat_layout))
 		return TD_VERSION;
 
 	/* Ours, but claiming what no shim writes: corrupted. */
-	if (header->header_size > TDDB_HEADER_MAX || record > TDDB_RECORD_MAX ||
-	    header->record_capacity > TDDB_CAPACITY_MAX || header->records_offset < header->header_size)
+	if (header->header_size > TDDB_HEADER_MAX || header->record_size > TDDB_RECORD_MAX ||
+	    header->detail_size > TDDB_DETAIL_MAX || header->record_capacity > TDDB_CAPACITY_MAX ||
+	    header->records_offset < header->header_size || header->details_offset < header->header_size ||
+	    header->commit_lag_ns > TDDB_COMMIT_LAG_MAX)
 		return TD_DBERR;
-	records_end = (uint64_t)header->records_offset + (uint64_t)header->record_capacity * record;
-	if (header->region_size < records_end)
+	records_end = (uint64_t)header->records_offset + (uint64_t)header->record_capacity * header->record_size;
+	details_end = (uint64_t)header->details_offset + (uint64_t)header->record_capacity * header->detail_size;
+	if (header->region_size < records_end || header->region_size < details_end)
 		return TD_DBERR;
 	if (!field_inside(layout->control_offset, sizeof(struct tdstat_control), header->header_size) ||
-	    !field_inside(layout->status_offset, sizeof(struct tdstat_status), header->header_size) ||
-	    !field_inside(layout->record_seq, sizeof(uint32_t), record) ||
-	    !field_inside(layout->record_state, sizeof(uint32_t), record) ||
-	    !field_inside(layout->record_tid, sizeof(int32_t), record) ||
-	    !field_inside(layout->record_epoch, sizeof(uint64_t), record) ||
-	    !field_inside(layout->record_since, sizeof(uint64_t), record) ||
-	    !field_inside(layout->record_acc_tracked, sizeof(uint64_t), record) ||
-	    !field_inside(layout->record_acc_runnable, sizeof(uint64_t), record))
+	    !field_inside(layout->status_offset, sizeof(struct tdstat_status), header->header_size))
 		return TD_DBERR;
+	/* Records whose fields do not fit where the layout puts them: a
+	 * layout this reader cannot read safely. */
+	if (!record_layout_valid(layout, header->record_size, header->detail_size))
+		return TD_VERSION;
 
 	geometry->header_size = header->header_size;
 	geometry->records_offset = header->records_offset;
-	geometry->record_size = record;
+	geometry->record_size = header->record_size;
 	geometry->record_capacity = header->record_capacity;
+	geometry->details_offset = header->details_offset;
+	geometry->detail_size = header->detail_size;
+	geometry->commit_lag_ns = header->commit_lag_ns;
 	geometry->abi_minor = header->abi_minor;
 	geometry->layout = *layout;
 	return TD_OK;
@@ -133,136 +161,144 @@ td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_vi
 	return err != TD_OK ? err : TD_DBERR;
 }
 
-/* The record fields a reader uses, taken out at the layout's offsets. */
-struct record_view {
-	uint32_t seq;
-	uint32_t state;
-	uint64_t epoch_ns;
-	uint64_t since_ns;
-	uint64_t acc_tracked_ns;
-	uint64_t acc_runnable_ns;
+static uint32_t u32_at(const unsigned char *bytes, uint32_t offset)
+{
+	uint32_t value;
+
+	memcpy(&value, bytes + offset, sizeof(value));
+	return value;
+}
+
+static uint64_t u64_at(const unsigned char *bytes, uint32_t offset)
+{
+	uint64_t value;
+
+	memcpy(&value, bytes + offset, sizeof(value));
+	return value;
+}
+
+static uint32_t record_seq(const struct tddb_geometry *geometry, const unsigned char *record)
+{
+	return u32_at(record, geometry->layout.record_seq);
+}
+
+static const unsigned char *published_copy(const struct tddb_geometry *geometry, const unsigned char *record)
+{
+	const struct tdstat_layout *layout = &geometry->layout;
+
+	return record + layout->record_copies + (record_seq(geometry, record) & 1u) * layout->record_copy_size;
+}
+
+/* The latch's consistency rule (region.h): the same seq in both copies of
+ * the record, and the same published copy. */
+static bool record_stable(const struct tddb_geometry *geometry, const unsigned char *first,
+			  const unsigned char *second)
+{
+	return record_seq(geometry, first) == record_seq(geometry, second) &&
+	       memcmp(published_copy(geometry, first), published_copy(geometry, second),
+		      geometry->layout.record_copy_size) == 0;
+}
+
+/* The record's fields, and its integrals in the window (READER.md
+ * step 6), from its published copy (and detail copy, if read). */
+struct record_bytes {
+	const unsigned char *record;
+	const unsigned char *detail; /* NULL: not read */
 };
 
-static void record_decode(const struct tdstat_layout *layout, const unsigned char *bytes, struct record_view *record)
+static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct record_bytes *bytes,
+			      const struct tddb_window *window, struct tddb_thread *thread)
 {
-	memcpy(&record->seq, bytes + layout->record_seq, sizeof(record->seq));
-	memcpy(&record->state, bytes + layout->record_state, sizeof(record->state));
-	memcpy(&record->epoch_ns, bytes + layout->record_epoch, sizeof(record->epoch_ns));
-	memcpy(&record->since_ns, bytes + layout->record_since, sizeof(record->since_ns));
-	memcpy(&record->acc_tracked_ns, bytes + layout->record_acc_tracked, sizeof(record->acc_tracked_ns));
-	memcpy(&record->acc_runnable_ns, bytes + layout->record_acc_runnable, sizeof(record->acc_runnable_ns));
-}
+	const struct tdstat_layout *layout = &geometry->layout;
+	const unsigned char *copy = published_copy(geometry, bytes->record);
+	uint64_t epoch = u64_at(copy, layout->epoch_ns);
+	uint64_t pending = u64_at(bytes->record, layout->record_pending);
+	uint64_t length = window->end > window->start ? window->end - window->start : 0;
+	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT] = { 0 };
+	bool current = epoch == window->start;
 
-static uint32_t record_seq(const struct tdstat_layout *layout, const unsigned char *bytes)
-{
-	uint32_t seq;
-
-	memcpy(&seq, bytes + layout->record_seq, sizeof(seq));
-	return seq;
-}
-
-/*
- * Sums over the records.  The open intervals end at `end`, known only once
- * every record is read (READER.md takes `now` after the reads), so they are
- * kept as a count and a sum of starts: sum(end - s) = count * end - sum(s).
- * 128 bits hold 2^22 records of 64-bit values without overflow.
- */
-struct record_sums {
-	uint32_t live;
-	uint32_t used;                 /* records that contributed anything */
-	unsigned __int128 acc_tracked;
-	unsigned __int128 acc_runnable;
-	uint64_t open_tracked_count;
-	unsigned __int128 open_tracked_starts;
-	uint64_t open_runnable_count;
-	unsigned __int128 open_runnable_starts;
-};
-
-/* What the window looks like before `now` is known. */
-struct window_bounds {
-	uint64_t start;   /* ws */
-	uint64_t cap;     /* the end, were now infinite: disable time, exit time */
-};
-
-static uint64_t window_end(const struct window_bounds *bounds, uint64_t now)
-{
-	return tddb_min_u64(now, bounds->cap);
-}
-
-static uint64_t window_length(const struct window_bounds *bounds, uint64_t now)
-{
-	uint64_t end = window_end(bounds, now);
-
-	return end > bounds->start ? end - bounds->start : 0;
-}
-
-static td_err_e record_add(const struct record_view *record, const struct window_bounds *bounds,
-			   uint64_t read_ns, struct record_sums *sums)
-{
-	bool counted = false;
-
-	if (record->state > TDSTAT_STATE_BLOCKED)
+	thread->state = u32_at(copy, layout->state);
+	thread->kind = u32_at(copy, layout->kind);
+	thread->tid = (int32_t)u32_at(copy, layout->tid);
+	thread->generation = u32_at(copy, layout->generation);
+	thread->since_ns = u64_at(copy, layout->since_ns);
+	thread->detail = bytes->detail != NULL;
+	if (thread->state > TDSTAT_STATE_BLOCKED)
 		return TD_DBERR;
-	if (record->epoch_ns == bounds->start) {
-		/* Closed intervals lie inside [ws, read_ns): clamp hostile values. */
-		uint64_t tracked = tddb_min_u64(record->acc_tracked_ns, window_length(bounds, read_ns));
-		uint64_t runnable = tddb_min_u64(record->acc_runnable_ns, tracked);
+	if (thread->state == TDSTAT_STATE_BLOCKED && thread->kind >= TDSTAT_WAIT_KIND_COUNT)
+		return TD_DBERR;
+	if (bytes->detail) {
+		const unsigned char *detail = bytes->detail + layout->detail_copies +
+					      (record_seq(geometry, bytes->record) & 1u) * layout->detail_copy_size;
 
-		sums->acc_tracked += tracked;
-		sums->acc_runnable += runnable;
-		counted = tracked != 0;
+		thread->object = u64_at(detail, layout->object);
+		thread->site = u64_at(detail, layout->site);
+		thread->woken_ns = u64_at(detail, layout->woken_ns);
+		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+			acc_idle[k] = current ? u64_at(detail, layout->acc_idle_ns + k * sizeof(uint64_t)) : 0;
 	}
-	if (record->state != TDSTAT_STATE_FREE) {
-		/* A record on an older window has not changed state since this
-		 * one began (region.h): its open interval starts with it. */
-		uint64_t start = record->epoch_ns == bounds->start ? tddb_max_u64(record->since_ns, bounds->start)
-								   : bounds->start;
 
-		sums->live++;
-		counted = true;
-		/* A start later than our own clock reading after the copy
-		 * cannot come from an honest writer: it contributes nothing. */
-		if (start < bounds->cap && start <= read_ns) {
-			sums->open_tracked_count++;
-			sums->open_tracked_starts += start;
-			if (record->state == TDSTAT_STATE_RUNNABLE) {
-				sums->open_runnable_count++;
-				sums->open_runnable_starts += start;
-			}
+	/* Closed intervals lie inside the window: clamp hostile values. */
+	acc_tracked = current ? tddb_min_u64(u64_at(copy, layout->acc_tracked_ns), length) : 0;
+	acc_runnable = current ? tddb_min_u64(u64_at(copy, layout->acc_runnable_ns), acc_tracked) : 0;
+	thread->tracked_ns = acc_tracked;
+	thread->runnable_ns = acc_runnable;
+	memset(thread->idle_ns, 0, sizeof(thread->idle_ns));
+	if (bytes->detail) {
+		/* The per-kind parts of the blocked time, within it. */
+		uint64_t left = acc_tracked - acc_runnable;
+		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
+			thread->idle_ns[k] = tddb_min_u64(acc_idle[k], left);
+			left -= thread->idle_ns[k];
 		}
 	}
-	if (counted)
-		sums->used++;
+
+	if (thread->state != TDSTAT_STATE_FREE) {
+		/* A record on an older window has not changed state since this
+		 * one began (region.h): its open interval starts with it. */
+		uint64_t from = current ? tddb_max_u64(thread->since_ns, window->start) : window->start;
+		uint64_t to = window->end;
+
+		/* A change under way since pending_ns: the old state lasted
+		 * at least until then, and maybe not longer (region.h). */
+		if (pending > thread->since_ns)
+			to = tddb_min_u64(to, pending > geometry->commit_lag_ns ? pending - geometry->commit_lag_ns : 0);
+		if (to > from) {
+			uint64_t open = tddb_min_u64(to - from, length - thread->tracked_ns);
+			thread->tracked_ns += open;
+			if (thread->state == TDSTAT_STATE_RUNNABLE)
+				thread->runnable_ns += open;
+			else
+				thread->idle_ns[thread->kind] += open;
+		}
+	}
+	/* For a region without details, blocked time has no kind; callers
+	 * that asked for details always get them. */
 	return TD_OK;
 }
 
-struct retry_budget {
-	uint64_t deadline_ns;
-};
-
-static bool seq_stable(uint32_t first, uint32_t second)
+/* Re-reads one record (and its detail) until two copies agree (READER.md
+ * step 4). */
+static td_err_e record_reread(const struct td_thragent *agent, uint32_t index, unsigned char *first,
+			      unsigned char *second, unsigned char *detail, uint64_t deadline)
 {
-	return first == second && (first & 1u) == 0;
-}
-
-/* Re-reads one record until two copies agree (READER.md step 4). */
-static td_err_e record_reread(const struct td_thragent *agent, uint64_t offset, unsigned char *first,
-			      unsigned char *second, struct retry_budget *budget)
-{
-	const struct tdstat_layout *layout = &agent->geometry.layout;
-	uint32_t size = agent->geometry.record_size;
+	const struct tddb_geometry *geometry = &agent->geometry;
+	uint64_t offset = geometry->records_offset + (uint64_t)index * geometry->record_size;
+	uint64_t detail_offset = geometry->details_offset + (uint64_t)index * geometry->detail_size;
 	int attempt;
 
 	for (attempt = 0; attempt < RECORD_RETRIES_MAX; attempt++) {
-		td_err_e err = region_read(agent, offset, first, size);
+		td_err_e err = region_read(agent, offset, first, geometry->record_size);
 
+		if (err == TD_OK && detail)
+			err = region_read(agent, detail_offset, detail, geometry->detail_size);
 		if (err == TD_OK)
-			err = region_read(agent, offset, second, size);
+			err = region_read(agent, offset, second, geometry->record_size);
 		if (err != TD_OK)
 			return err;
-		if (seq_stable(record_seq(layout, first), record_seq(layout, second)))
+		if (record_stable(geometry, first, second))
 			return TD_OK;
-		if (tddb_monotonic_ns() > budget->deadline_ns)
+		if (tddb_monotonic_ns() > deadline)
 			break;
 		if (attempt > 2)
 			sched_yield();
@@ -270,107 +306,165 @@ static td_err_e record_reread(const struct td_thragent *agent, uint64_t offset, 
 	return TD_DBERR;
 }
 
-static td_err_e records_read(const struct td_thragent *agent, uint32_t count, const struct window_bounds *bounds,
-			     struct record_sums *sums)
+/*
+ * The reader's clock is taken before the reads, and the reads begin at
+ * least TDSTAT_STALL_NS later: a writer that announces a change after we
+ * read its record then commits at a time no earlier than our clock
+ * (region.h, step 1), so extending its open interval to our clock (less
+ * the lag) never counts time it then takes back.
+ */
+static uint64_t reader_clock(void)
+{
+	uint64_t now = tddb_monotonic_ns();
+
+	while (tddb_monotonic_ns() < now + 2 * TDSTAT_STALL_NS)
+		;
+	return now;
+}
+
+static struct tddb_window window_of(const struct td_thragent *agent, const struct tddb_header_view *view,
+				    uint64_t now)
+{
+	uint64_t lag = agent->geometry.commit_lag_ns;
+	uint64_t end = now > lag ? now - lag : 0;
+	struct tddb_window window = { .start = view->control.window_start_ns };
+
+	if (view->control.window_end_ns != TDSTAT_WINDOW_OPEN)
+		end = tddb_min_u64(end, view->control.window_end_ns);
+	if (view->status.exit_ns != 0)
+		end = tddb_min_u64(end, view->status.exit_ns);
+	window.end = tddb_max_u64(end, window.start);
+	return window;
+}
+
+td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
+			    void *context, struct tddb_header_view *view, struct tddb_window *window)
 {
 	const struct tddb_geometry *geometry = &agent->geometry;
-	uint32_t size = geometry->record_size;
-	uint32_t per_chunk = CHUNK_BYTES / size;
-	struct retry_budget budget = { tddb_monotonic_ns() + RETRY_BUDGET_NS };
-	unsigned char *first, *second;
-	td_err_e err = TD_OK;
-	uint32_t base;
+	uint32_t size = geometry->record_size, detail_size = geometry->detail_size;
+	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(size, detail_size);
+	uint64_t now = reader_clock();
+	uint64_t deadline = now + RETRY_BUDGET_NS;
+	unsigned char *first, *second, *details = NULL;
+	uint32_t count, base;
+	td_err_e err;
 
+	err = tddb_read_header(agent, view);
+	if (err != TD_OK)
+		return err;
+	*window = window_of(agent, view, now);
+	count = tddb_min_u64(view->status.high_water, geometry->record_capacity);
 	if (count == 0)
 		return TD_OK;
-	first = malloc(2 * (size_t)per_chunk * size);
+	first = malloc((size_t)per_chunk * (2 * (size_t)size + (detail ? detail_size : 0)));
 	if (!first)
 		return TD_MALLOC;
 	second = first + (size_t)per_chunk * size;
+	if (detail)
+		details = second + (size_t)per_chunk * size;
 
 	for (base = 0; base < count && err == TD_OK; base += per_chunk) {
 		uint32_t n = count - base < per_chunk ? count - base : per_chunk;
 		uint64_t offset = geometry->records_offset + (uint64_t)base * size;
-		uint64_t read_ns;
 		uint32_t i;
 
+		/* Records, details, records: a detail copy is whole when the
+		 * record around it was stable across both record reads. */
 		err = region_read(agent, offset, first, (size_t)n * size);
+		if (err == TD_OK && detail)
+			err = region_read(agent, geometry->details_offset + (uint64_t)base * detail_size, details,
+					  (size_t)n * detail_size);
 		if (err == TD_OK)
 			err = region_read(agent, offset, second, (size_t)n * size);
 		for (i = 0; i < n && err == TD_OK; i++) {
 			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
+			unsigned char *d = detail ? details + (size_t)i * detail_size : NULL;
+			struct tddb_thread thread = { .index = base + i };
 
-			if (!seq_stable(record_seq(&geometry->layout, a), record_seq(&geometry->layout, b)))
-				err = record_reread(agent, offset + (uint64_t)i * size, a, b, &budget);
-		}
-		read_ns = tddb_monotonic_ns();
-		for (i = 0; i < n && err == TD_OK; i++) {
-			struct record_view record;
-
-			record_decode(&geometry->layout, first + (size_t)i * size, &record);
-			err = record_add(&record, bounds, read_ns, sums);
+			if (!record_stable(geometry, a, b))
+				err = record_reread(agent, base + i, a, b, d, deadline);
+			if (err == TD_OK)
+				err = thread_decode(geometry, &(struct record_bytes){ a, d }, window, &thread);
+			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
+				err = visitor(&thread, context);
 		}
 	}
 	free(first);
 	return err;
 }
 
-static uint64_t open_total(uint64_t count, unsigned __int128 starts, uint64_t end)
-{
-	unsigned __int128 ends = (unsigned __int128)count * end;
+/* The process sums (a visitor). */
+struct process_sums {
+	uint32_t live;
+	uint32_t used;                 /* records that contributed anything */
+	unsigned __int128 tracked;
+	unsigned __int128 runnable;
+	unsigned __int128 idle[TDSTAT_WAIT_KIND_COUNT];
+};
 
-	/* Every counted start is <= end (record_add), so this never wraps. */
-	return tddb_saturate_u64(ends > starts ? ends - starts : 0);
+static td_err_e add_thread(const struct tddb_thread *thread, void *context)
+{
+	struct process_sums *sums = context;
+
+	if (thread->state != TDSTAT_STATE_FREE)
+		sums->live++;
+	sums->used++;
+	sums->tracked += thread->tracked_ns;
+	sums->runnable += thread->runnable_ns;
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		sums->idle[k] += thread->idle_ns[k];
+	return TD_OK;
 }
 
-td_err_e tddb_snapshot(const struct td_thragent *agent, struct tddb_snapshot *snapshot)
+td_err_e tddb_snapshot(const struct td_thragent *agent, bool detail, struct tddb_snapshot *snapshot)
 {
 	struct tddb_header_view view;
-	struct record_sums sums = { 0 };
-	struct window_bounds bounds;
-	unsigned __int128 tracked, runnable, bound;
-	uint64_t now, end, length;
-	uint32_t count;
+	struct process_sums sums = { 0 };
+	struct tddb_window window;
+	unsigned __int128 bound, idle_total = 0;
 	td_err_e err;
 
-	err = tddb_read_header(agent, &view);
+	err = tddb_threads_visit(agent, detail, add_thread, &sums, &view, &window);
 	if (err != TD_OK)
 		return err;
+	memset(snapshot, 0, sizeof(*snapshot));
 	snapshot->control = view.control;
 	snapshot->enabled = view.control.window_end_ns == TDSTAT_WINDOW_OPEN;
-	bounds.start = view.control.window_start_ns;
-	bounds.cap = snapshot->enabled ? UINT64_MAX : view.control.window_end_ns;
-	if (view.status.exit_ns != 0)
-		bounds.cap = tddb_min_u64(bounds.cap, view.status.exit_ns);
-
-	count = view.status.high_water < agent->geometry.record_capacity ? view.status.high_water
-									   : agent->geometry.record_capacity;
-	err = records_read(agent, count, &bounds, &sums);
-	if (err != TD_OK)
-		return err;
-
-	now = tddb_monotonic_ns();
-	end = window_end(&bounds, now);
-	length = window_length(&bounds, now);
-	snapshot->now_ns = now;
-	snapshot->window_ns = length;
+	snapshot->detail = detail;
+	snapshot->now_ns = tddb_monotonic_ns();
+	snapshot->window_start_ns = window.start;
+	snapshot->window_ns = window.end - window.start;
 	snapshot->live = sums.live;
 	snapshot->overflow_live = view.status.overflow_live;
-	if (length == 0) {
-		snapshot->tracked_ns = 0;
-		snapshot->runnable_ns = 0;
+	if (snapshot->window_ns == 0)
 		return TD_OK;
-	}
-	tracked = sums.acc_tracked + open_total(sums.open_tracked_count, sums.open_tracked_starts, end);
-	runnable = sums.acc_runnable + open_total(sums.open_runnable_count, sums.open_runnable_starts, end);
-	/* Hostile records could claim more than |W| each: keep the invariants
+	/* Each record is clamped to |W| already; keep the invariants
 	 * runnable <= tracked <= |W| * (records that took part). */
-	bound = (unsigned __int128)length * sums.used;
-	if (tracked > bound)
-		tracked = bound;
-	if (runnable > tracked)
-		runnable = tracked;
-	snapshot->tracked_ns = tddb_saturate_u64(tracked);
-	snapshot->runnable_ns = tddb_saturate_u64(runnable);
+	bound = (unsigned __int128)snapshot->window_ns * sums.used;
+	if (sums.tracked > bound)
+		sums.tracked = bound;
+	if (sums.runnable > sums.tracked)
+		sums.runnable = sums.tracked;
+	snapshot->tracked_ns = tddb_saturate_u64(sums.tracked);
+	snapshot->runnable_ns = tddb_saturate_u64(sums.runnable);
+	if (!detail)
+		return TD_OK;
+	/* The kinds share out the blocked time exactly (they do for an
+	 * honest region; a hostile one gets its kinds cut to fit). */
+	uint64_t idle = snapshot->tracked_ns - snapshot->runnable_ns, left = idle;
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
+		snapshot->idle_by_kind_ns[k] = tddb_min_u64(tddb_saturate_u64(sums.idle[k]), left);
+		left -= snapshot->idle_by_kind_ns[k];
+		idle_total += sums.idle[k];
+	}
+	/* Blocked time that no kind claims (clamps): the kind of the most. */
+	if (left) {
+		int most = 0;
+		for (int k = 1; k < TDSTAT_WAIT_KIND_COUNT; k++)
+			if (snapshot->idle_by_kind_ns[k] > snapshot->idle_by_kind_ns[most])
+				most = k;
+		snapshot->idle_by_kind_ns[most] += left;
+	}
+	(void)idle_total;
 	return TD_OK;
 }

@@ -50,15 +50,27 @@ static td_err_e plan_run(struct td_thragent *agent, const struct control_plan *p
 	return TD_DBERR;
 }
 
-/* A new window start: now, but strictly after the old one, since the start
- * is also the epoch that tells current accumulators from stale ones. */
-static td_err_e next_window_start(const struct tdstat_control *control, uint64_t *start)
+/*
+ * The controller's "now": its clock less the region's commit lag, the
+ * moment up to which readers report (region.h), so a window it opens is
+ * not empty to a reader that reads at once and one it closes is frozen at
+ * once.
+ */
+static uint64_t control_now(const struct td_thragent *agent)
 {
 	uint64_t now = tddb_monotonic_ns();
 
+	return now > agent->geometry.commit_lag_ns ? now - agent->geometry.commit_lag_ns : 0;
+}
+
+/* A new window start: now, but strictly after the old one, since the start
+ * is also the epoch that tells current accumulators from stale ones. */
+static td_err_e next_window_start(const struct td_thragent *agent, const struct tdstat_control *control,
+				  uint64_t *start)
+{
 	if (control->window_start_ns >= UINT64_MAX - 1)
 		return TD_DBERR;
-	*start = tddb_max_u64(now, control->window_start_ns + 1);
+	*start = tddb_max_u64(control_now(agent), control->window_start_ns + 1);
 	return TD_OK;
 }
 
@@ -74,7 +86,7 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
 	if (change == TDDB_CONTROL_DISABLE && !enabled)
 		return TD_OK;
 	if (change != TDDB_CONTROL_DISABLE) {
-		err = next_window_start(old, &start);
+		err = next_window_start(agent, old, &start);
 		if (err != TD_OK)
 			return err;
 	}
@@ -91,7 +103,7 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
 		break;
 	case TDDB_CONTROL_DISABLE:
 		plan_add(plan, FIELD(cpu_end_ns), cpu, old->cpu_end_ns);
-		plan_add(plan, FIELD(window_end_ns), tddb_max_u64(tddb_monotonic_ns(), old->window_start_ns),
+		plan_add(plan, FIELD(window_end_ns), tddb_max_u64(control_now(agent), old->window_start_ns),
 			 old->window_end_ns);
 		break;
 	case TDDB_CONTROL_RESET:

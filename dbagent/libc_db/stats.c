@@ -32,13 +32,13 @@ static int32_t saturate_int(uint64_t value)
 	return value > INT32_MAX ? INT32_MAX : (int32_t)value;
 }
 
-td_err_e tddb_stats_ns(const struct td_thragent *agent, td_ta_stats_ns_t *stats)
+td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats)
 {
 	struct tddb_snapshot snapshot;
 	uint64_t cpu_end, cpu = 0;
 	td_err_e err;
 
-	err = tddb_snapshot(agent, &snapshot);
+	err = tddb_snapshot(agent, kinds, &snapshot);
 	if (err != TD_OK)
 		return err;
 	if (snapshot.enabled) {
@@ -58,7 +58,7 @@ td_err_e tddb_stats_ns(const struct td_thragent *agent, td_ta_stats_ns_t *stats)
 	stats->r_concurrency = snapshot.control.r_concurrency;
 	stats->overflow_threads = snapshot.overflow_live;
 	stats->abi_minor = agent->geometry.abi_minor;
-	stats->window_start_ns = snapshot.control.window_start_ns;
+	stats->window_start_ns = snapshot.window_start_ns;
 	stats->window_ns = snapshot.window_ns;
 	stats->lwps_ns = snapshot.tracked_ns;
 	stats->runnable_ns = snapshot.runnable_ns;
@@ -66,6 +66,10 @@ td_err_e tddb_stats_ns(const struct td_thragent *agent, td_ta_stats_ns_t *stats)
 	stats->cpu_ns = cpu;
 	stats->running_ns = tddb_min_u64(cpu, snapshot.runnable_ns);
 	stats->snapshot_ns = snapshot.now_ns;
+	if (snapshot.detail) {
+		stats->kinds = TDSTAT_WAIT_KIND_COUNT;
+		memcpy(stats->idle_by_kind_ns, snapshot.idle_by_kind_ns, sizeof(stats->idle_by_kind_ns));
+	}
 	return TD_OK;
 }
 

@@ -17,7 +17,7 @@ TDDB_EXPORT td_err_e td_ta_get_nthreads(const td_thragent_t *ta, int *np)
 	if (!np)
 		err = TD_ERR;
 	else
-		err = tddb_snapshot(agent, &snapshot);
+		err = tddb_snapshot(agent, false, &snapshot);
 	tddb_agent_leave(agent);
 	if (err != TD_OK)
 		return err;

@@ -13,7 +13,7 @@ TDDB_EXPORT td_err_e td_ta_get_stats(const td_thragent_t *ta, td_ta_stats_t *sta
 	if (!statsp)
 		err = TD_ERR;
 	else
-		err = tddb_stats_ns(agent, &stats);
+		err = tddb_stats_ns(agent, false, &stats);
 	tddb_agent_leave(agent);
 	if (err == TD_OK)
 		tddb_stats_fractions(&stats, statsp);

@@ -19,7 +19,7 @@ TDDB_EXPORT td_err_e td_ta_get_stats_ns(const td_thragent_t *ta, td_ta_stats_ns_
 	if (!statsp || statsp->size < STATS_NS_FIRST_SIZE)
 		err = TD_ERR;
 	else
-		err = tddb_stats_ns(agent, &stats);
+		err = tddb_stats_ns(agent, statsp->size >= sizeof(stats), &stats);
 	tddb_agent_leave(agent);
 	if (err != TD_OK)
 		return err;
@@ -28,4 +28,15 @@ TDDB_EXPORT td_err_e td_ta_get_stats_ns(const td_thragent_t *ta, td_ta_stats_ns_
 	stats.size = (uint32_t)size;
 	memcpy(statsp, &stats, size);
 	return TD_OK;
+}
+
+static const char *const kind_names[] = {
+#define KIND_NAME(suffix, name) name,
+	TDSTAT_WAIT_KINDS(KIND_NAME)
+#undef KIND_NAME
+};
+
+TDDB_EXPORT const char *td_wait_kind_name(unsigned int kind)
+{
+	return kind < TDSTAT_WAIT_KIND_COUNT ? kind_names[kind] : NULL;
 }

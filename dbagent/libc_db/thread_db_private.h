@@ -34,9 +34,10 @@ enum tddb_symbol {
 
 /* Limits on what a region may claim (READER.md step 2). */
 #define TDDB_HEADER_MAX 4096u
-#define TDDB_RECORD_MIN ((uint32_t)sizeof(struct tdstat_record))
 #define TDDB_RECORD_MAX 4096u
+#define TDDB_DETAIL_MAX 4096u
 #define TDDB_CAPACITY_MAX (UINT32_C(1) << 22)
+#define TDDB_COMMIT_LAG_MAX UINT64_C(1000000000)
 
 /* The header fields that never change while a shim runs: the bytes from
  * the magic to the end of the layout table.  A later call that finds other
@@ -49,6 +50,9 @@ struct tddb_geometry {
 	uint32_t records_offset;
 	uint32_t record_size;
 	uint32_t record_capacity;
+	uint32_t details_offset;
+	uint32_t detail_size;
+	uint64_t commit_lag_ns;
 	uint16_t abi_minor;
 	struct tdstat_layout layout;
 };
@@ -75,16 +79,50 @@ struct tddb_header_view {
 	struct tdstat_status status;
 };
 
+/* The window a snapshot covers: [start, end), end = min(cap, now - lag). */
+struct tddb_window {
+	uint64_t start;
+	uint64_t end;
+};
+
+/*
+ * One record's published state, decoded (READER.md step 4), and its
+ * integrals in the window (step 6).  `detail` tells whether the per-kind
+ * figures, object and site were read.
+ */
+struct tddb_thread {
+	uint32_t index;
+	uint32_t state;
+	uint32_t kind;
+	int32_t tid;
+	uint32_t generation;
+	bool detail;
+	uint64_t since_ns;
+	uint64_t object;
+	uint64_t site;
+	uint64_t woken_ns;
+	/* in the window */
+	uint64_t tracked_ns;
+	uint64_t runnable_ns;
+	uint64_t idle_ns[TDSTAT_WAIT_KIND_COUNT];
+};
+
+/* Called once per record in use; a non-TD_OK answer stops the walk. */
+typedef td_err_e tddb_thread_visitor(const struct tddb_thread *thread, void *context);
+
 /* READER.md steps 3 to 6: everything but the target's CPU clock. */
 struct tddb_snapshot {
 	struct tdstat_control control;
 	bool enabled;
+	bool detail;             /* idle_by_kind_ns filled */
 	uint32_t live;           /* records not FREE */
 	uint32_t overflow_live;
+	uint64_t window_start_ns;
 	uint64_t window_ns;      /* |W| */
 	uint64_t tracked_ns;     /* clamped: runnable <= tracked <= |W| * records */
 	uint64_t runnable_ns;
-	uint64_t now_ns;         /* CLOCK_MONOTONIC after the reads */
+	uint64_t idle_by_kind_ns[TDSTAT_WAIT_KIND_COUNT]; /* sum to tracked - runnable */
+	uint64_t now_ns;         /* CLOCK_MONOTONIC when the reads began */
 };
 
 /* Registry (agent_registry.c).  tddb_agent_enter() checks a handle and
@@ -98,7 +136,12 @@ td_err_e tddb_registry_remove(const td_thragent_t *ta);
 /* Region access (region_read.c, region_write.c). */
 td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, struct tddb_geometry *geometry);
 td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_view *view);
-td_err_e tddb_snapshot(const struct td_thragent *agent, struct tddb_snapshot *snapshot);
+/* Walks the records in use with their integrals in the window; `detail`
+ * also reads the details (kinds, object, site).  *window gets the window
+ * the integrals cover. */
+td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
+			    void *context, struct tddb_header_view *view, struct tddb_window *window);
+td_err_e tddb_snapshot(const struct td_thragent *agent, bool detail, struct tddb_snapshot *snapshot);
 
 enum tddb_control_change {
 	TDDB_CONTROL_ENABLE,
@@ -110,7 +153,7 @@ td_err_e tddb_control_set_concurrency(struct td_thragent *agent, int level);
 
 /* Statistics (stats.c). */
 td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns);
-td_err_e tddb_stats_ns(const struct td_thragent *agent, td_ta_stats_ns_t *stats);
+td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats);
 void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions);
 
 uint64_t tddb_monotonic_ns(void);

@@ -4,21 +4,25 @@
  * target process) and libc_db.so (the reader, in a controlling process).
  *
  * One exported data symbol, TDSTAT_REGION_SYMBOL, of type
- * struct tdstat_region, 64-byte aligned, leads to everything.  It holds no pointers: a reader
- * copies it with ps_pdread and validates every size, count and offset.
+ * struct tdstat_region, 64-byte aligned, leads to everything.  It holds no
+ * pointers: a reader copies it with ps_pdread and validates every size,
+ * count and offset.  docs/READER.md is the reader's algorithm.
  *
- * Versioning: a reader accepts a region whose abi_major equals its own and
- * whose header_size, record_size and layout table cover the fields it uses;
- * minor versions only append fields (to the header or to a record) and
- * never move one.  Anything else is TD_VERSION.
+ * Versioning: a reader accepts a region whose abi_major equals its own.  A
+ * minor version only appends fields (to the header, to a record, to a
+ * detail) and never moves one; the layout table says where every field
+ * is and how big each struct is, so a reader of a newer minor reads the
+ * fields it knows, and a reader of an older minor reports what is missing
+ * as absent.  Major 2 replaced major 1's sequence lock by the latch below:
+ * a major-1 reader cannot read it safely, hence the new major.
  *
  * Time is CLOCK_MONOTONIC in nanoseconds, the same clock in every process
  * of the machine, so a controller can stamp a window start that the
  * target's threads compare with their own clock readings.
  *
  * Writers and what they may write:
- *   - each record: only the thread that owns it (single writer), under the
- *     record's sequence counter;
+ *   - each record and its detail: only the thread that owns it (single
+ *     writer), by the latch rule below;
  *   - the control block: only a controller (through ps_pdwrite), or the
  *     shim itself at process start and in a fork child;
  *   - the status block: the shim, with atomic operations, on thread
@@ -35,7 +39,7 @@
 
 /* "tdstatR\x01" read as a little-endian 64-bit number. */
 #define TDSTAT_REGION_MAGIC UINT64_C(0x0152746174736474)
-#define TDSTAT_ABI_MAJOR 1
+#define TDSTAT_ABI_MAJOR 2
 #define TDSTAT_ABI_MINOR 0
 
 /* Records in the region: the most threads tracked at once.  Past it,
@@ -45,7 +49,19 @@
 /* control.window_end_ns while gathering is on. */
 #define TDSTAT_WINDOW_OPEN UINT64_MAX
 
-/* record.state */
+/*
+ * How far back a thread may date a change of state when it commits it:
+ * a waiter that was woken (its lock handed over, its condvar signalled,
+ * its timeout reached) becomes RUNNABLE at the moment of the wake-up,
+ * which it learns only once it runs again.  Readers report the window up
+ * to L before the moment they read (header.commit_lag_ns), so no commit
+ * can change what a reader already reported: integrals never decrease.
+ * A wait whose wake-up lies further back than L counts as blocked until
+ * L before its end.
+ */
+#define TDSTAT_COMMIT_LAG_NS UINT64_C(20000000)
+
+/* record state */
 enum tdstat_thread_state {
 	TDSTAT_STATE_FREE = 0,     /* slot not in use */
 	TDSTAT_STATE_RUNNABLE = 1, /* tracked, not waiting in an interposed call */
@@ -53,34 +69,115 @@ enum tdstat_thread_state {
 };
 
 /*
- * One thread's record, one cache line so no two writers share a line.
- *
- * Sequence rule (a seqlock with a single writer): the owner makes seq odd,
- * issues a write barrier, writes the other fields, issues a write barrier
- * and makes seq even again.  A reader that copies the record twice and sees
- * the same even seq in both copies holds a consistent first copy.
- *
- * Integrals: acc_tracked_ns and acc_runnable_ns are the tracked and
- * RUNNABLE time of all closed intervals of this slot (across the threads
- * that used it) that fall inside the window starting at epoch_ns.  The
- * interval still open, [since_ns, now) in the current state, is not in
- * them.  When epoch_ns differs from control.window_start_ns the
- * accumulators belong to an older window and count as zero, and the open
- * interval counts from the window's start: the record has not changed
- * state since the window was published (a change made in the instant
- * between the controller reading its clock and its write landing may have
- * set since_ns a little later; that instant counts in the current state).
+ * Wait kinds, the keys of every per-kind figure (SPEC §2).  One list,
+ * expanded wherever kinds are needed: X(ENUM_SUFFIX, name).
  */
-struct tdstat_record {
-	uint32_t seq;
-	uint32_t state;       /* enum tdstat_thread_state */
-	int32_t tid;          /* kernel thread id; 0 until the thread first runs */
-	uint32_t generation;  /* bumped each time the slot is claimed */
-	uint64_t epoch_ns;    /* window the accumulators belong to */
-	uint64_t since_ns;    /* start of the open interval in `state` */
-	uint64_t acc_tracked_ns;
-	uint64_t acc_runnable_ns;
+#define TDSTAT_WAIT_KINDS(X)            \
+	X(MUTEX, "mutex")               \
+	X(RWLOCK, "rwlock")             \
+	X(COND, "cond")                 \
+	X(SEM, "sem")                   \
+	X(BARRIER, "barrier")           \
+	X(JOIN, "join")                 \
+	X(FUTEX, "futex")               \
+	X(SLEEP, "sleep")               \
+	X(IO, "io")                     \
+	X(CHILD, "child")               \
+	X(SIGNAL, "signal")
+
+enum tdstat_wait_kind {
+#define TDSTAT_KIND_ENUM(suffix, name) TDSTAT_WAIT_##suffix,
+	TDSTAT_WAIT_KINDS(TDSTAT_KIND_ENUM)
+#undef TDSTAT_KIND_ENUM
+	TDSTAT_WAIT_KIND_COUNT
+};
+
+/*
+ * The latch (a single-writer, two-copy protocol: every copy a reader is
+ * pointed at is complete, whatever the writer does).
+ *
+ * A record holds two copies of the thread's state; copy[seq & 1] is the
+ * published one, and the record's detail holds two copies published by
+ * the same seq.  The owner changes its state so:
+ *
+ *   1. if the change closes time in the window: pending_ns = T (its
+ *      clock), a full barrier, its clock again; if more than
+ *      TDSTAT_STALL_NS passed (it was preempted, stopped or interrupted
+ *      between the read and the store), T = that later time, repeat;
+ *   2. writes the new state into the unpublished copies (the record's
+ *      and the detail's), computed from the published ones, with T as
+ *      the moment of the change;
+ *   3. a write barrier, then seq + 1: the new copies are published.
+ *
+ * A writer stopped, killed or abandoned (siglongjmp, asynchronous
+ * cancellation) anywhere in 1-3 never touched the published copies, and
+ * its next change starts again from them.  A reader copies the record,
+ * copies it again, and keeps copy[seq & 1] when seq and that copy are the
+ * same in both.
+ *
+ * Reading the open interval: the published copy is in `state` since
+ * since_ns.  When pending_ns > since_ns a change at or after pending_ns is
+ * under way, so the open interval may be extended only up to pending_ns.
+ * Step 1 re-reads the clock after its store so that a reader that saw no
+ * pending change extended the interval no further than the time the
+ * writer then commits.  See docs/READER.md for the complete rule.
+ *
+ * Integrals: acc_tracked_ns, acc_runnable_ns (and the detail's per-kind
+ * acc_idle_ns) are the time of all closed intervals of this slot (across
+ * the threads that used it) inside the window starting at epoch_ns.  When
+ * epoch_ns differs from control.window_start_ns they belong to an older
+ * window and count as zero, and the open interval counts from the
+ * window's start.
+ */
+#define TDSTAT_STALL_NS UINT64_C(1000)
+
+/* One copy of a record's state: 48 bytes.  X(type, name). */
+#define TDSTAT_RECORD_COPY_FIELDS(X)    \
+	X(uint32_t, state)              \
+	X(uint32_t, kind)               \
+	X(int32_t, tid)                 \
+	X(uint32_t, generation)         \
+	X(uint64_t, epoch_ns)           \
+	X(uint64_t, since_ns)           \
+	X(uint64_t, acc_tracked_ns)     \
+	X(uint64_t, acc_runnable_ns)
+
+/* One copy of a record's detail: 128 bytes.  X(type, name). */
+#define TDSTAT_DETAIL_COPY_FIELDS(X)    \
+	X(uint64_t, object)             \
+	X(uint64_t, site)               \
+	X(uint64_t, woken_ns)           \
+	X(uint64_t, acc_idle_ns[TDSTAT_WAIT_KIND_COUNT])
+
+#define TDSTAT_FIELD_DECLARE(type, name) type name;
+
+/* state: enum tdstat_thread_state.  kind: enum tdstat_wait_kind of the
+ * current wait (BLOCKED only).  tid: kernel thread id, 0 until the thread
+ * first runs.  generation: bumped each time the slot is claimed. */
+struct tdstat_record_copy {
+	TDSTAT_RECORD_COPY_FIELDS(TDSTAT_FIELD_DECLARE)
+};
+
+/* object: address the current wait is on (mutex, condvar, semaphore,
+ * futex word, fd number for io); site: the return address of the
+ * interposed call; woken_ns: moment the last wait was woken (0 if
+ * unknown); acc_idle_ns: blocked time by kind, as acc_tracked_ns. */
+struct tdstat_detail_copy {
+	TDSTAT_DETAIL_COPY_FIELDS(TDSTAT_FIELD_DECLARE)
 	uint64_t reserved[2];
+};
+
+/* Two cache lines; the latch's seq and pending_ns lead. */
+struct tdstat_record {
+	uint32_t seq;         /* copy[seq & 1] (and detail copy[seq & 1]) is published */
+	uint32_t reserved0;
+	uint64_t pending_ns;  /* > published since_ns: a change at >= this time is under way */
+	struct tdstat_record_copy copy[2];
+	uint64_t reserved[2];
+};
+
+struct tdstat_detail {
+	struct tdstat_detail_copy copy[2];
 };
 
 /*
@@ -91,6 +188,9 @@ struct tdstat_record {
  *   disable at T:           cpu_end, then window_end_ns = T
  *   reset at T, enabled:    cpu_start, window_start_ns = T
  *   reset at T, disabled:   window_start_ns = T, window_end_ns = T
+ * A controller's T is its clock less commit_lag_ns (readers report up to
+ * that lag before now), so a window it opens is not empty to a reader
+ * that reads at once, and one it closes is frozen at once.
  * Gathering is on exactly while window_end_ns == TDSTAT_WINDOW_OPEN.
  * generation is bumped after each change so a reader can tell that the
  * block it copied was not being rewritten.
@@ -120,19 +220,27 @@ struct tdstat_status {
 	uint64_t reserved[2];
 };
 
-/* Byte offsets of the fields a reader of ABI major 1 uses.  A future minor
- * version appends entries; readers check layout_size before using one. */
+/*
+ * Where everything is: offsets of the blocks in the header and of every
+ * field a reader of ABI major 2 uses in a record copy and a detail copy,
+ * and the sizes of the copies.  A later minor appends entries; readers
+ * check layout_size before using one.
+ */
 struct tdstat_layout {
 	uint16_t control_offset;
 	uint16_t status_offset;
 	uint16_t record_seq;
-	uint16_t record_state;
-	uint16_t record_tid;
-	uint16_t record_epoch;
-	uint16_t record_since;
-	uint16_t record_acc_tracked;
-	uint16_t record_acc_runnable;
-	uint16_t reserved[7];
+	uint16_t record_pending;
+	uint16_t record_copies;      /* offset of copy[0] in a record */
+	uint16_t record_copy_size;   /* sizeof(struct tdstat_record_copy) */
+	uint16_t detail_copies;      /* offset of copy[0] in a detail */
+	uint16_t detail_copy_size;   /* sizeof(struct tdstat_detail_copy) */
+	/* offsets inside a record copy */
+	uint16_t state, kind, tid, generation, epoch_ns, since_ns, acc_tracked_ns, acc_runnable_ns;
+	/* offsets inside a detail copy */
+	uint16_t object, site, woken_ns, acc_idle_ns;
+	uint16_t kind_count;         /* entries in acc_idle_ns */
+	uint16_t reserved[3];
 };
 
 struct tdstat_region_header {
@@ -140,27 +248,31 @@ struct tdstat_region_header {
 	uint16_t abi_major;
 	uint16_t abi_minor;
 	uint32_t header_size;     /* sizeof(struct tdstat_region_header) */
-	uint64_t region_size;     /* header_size + record_capacity * record_size, padded */
+	uint64_t region_size;     /* everything a reader may read, from the start */
 	uint32_t records_offset;  /* from the start of the region */
 	uint32_t record_size;
-	uint32_t record_capacity; /* records in the array */
+	uint32_t record_capacity; /* records (and details) in the arrays */
 	uint32_t layout_size;     /* sizeof(struct tdstat_layout) */
+	uint32_t details_offset;  /* from the start of the region */
+	uint32_t detail_size;
+	uint64_t commit_lag_ns;   /* TDSTAT_COMMIT_LAG_NS of this writer */
 	struct tdstat_layout layout;
-	uint8_t pad0[56];       /* control starts on its own cache line */
-	struct tdstat_control control; /* own cache lines: read on slow paths */
-	struct tdstat_status status;   /* own cache lines: written on create/exit */
+	uint8_t pad0[88];        /* control starts on its own cache line */
+	struct tdstat_control control; /* own cache line: read on slow paths */
+	struct tdstat_status status;   /* own cache line: written on create/exit */
 };
 
 struct tdstat_region {
 	struct tdstat_region_header header;
 	struct tdstat_record records[TDSTAT_RECORD_CAPACITY];
+	struct tdstat_detail details[TDSTAT_RECORD_CAPACITY];
 };
 
 /*
  * Fills the self-description of a header for `record_capacity` records
- * placed right after it: sizes, ABI numbers and the layout table, but not
- * the magic (the shim writes it last, once the rest is in place), the
- * control block or the status block.
+ * placed right after it, and as many details after them: sizes, ABI
+ * numbers and the layout table, but not the magic (the shim writes it
+ * last, once the rest is in place), the control block or the status block.
  */
 static inline void tdstat_region_header_describe(struct tdstat_region_header *header,
 						 uint32_t record_capacity)
@@ -171,35 +283,56 @@ static inline void tdstat_region_header_describe(struct tdstat_region_header *he
 	header->records_offset = sizeof(struct tdstat_region_header);
 	header->record_size = sizeof(struct tdstat_record);
 	header->record_capacity = record_capacity;
-	header->region_size = sizeof(struct tdstat_region_header) +
-			      (uint64_t)record_capacity * sizeof(struct tdstat_record);
+	header->details_offset = (uint32_t)(sizeof(struct tdstat_region_header) +
+					    (uint64_t)record_capacity * sizeof(struct tdstat_record));
+	header->detail_size = sizeof(struct tdstat_detail);
+	header->region_size = header->details_offset + (uint64_t)record_capacity * sizeof(struct tdstat_detail);
+	header->commit_lag_ns = TDSTAT_COMMIT_LAG_NS;
 	header->layout_size = sizeof(struct tdstat_layout);
 	header->layout = (struct tdstat_layout){
 		.control_offset = offsetof(struct tdstat_region_header, control),
 		.status_offset = offsetof(struct tdstat_region_header, status),
 		.record_seq = offsetof(struct tdstat_record, seq),
-		.record_state = offsetof(struct tdstat_record, state),
-		.record_tid = offsetof(struct tdstat_record, tid),
-		.record_epoch = offsetof(struct tdstat_record, epoch_ns),
-		.record_since = offsetof(struct tdstat_record, since_ns),
-		.record_acc_tracked = offsetof(struct tdstat_record, acc_tracked_ns),
-		.record_acc_runnable = offsetof(struct tdstat_record, acc_runnable_ns),
+		.record_pending = offsetof(struct tdstat_record, pending_ns),
+		.record_copies = offsetof(struct tdstat_record, copy),
+		.record_copy_size = sizeof(struct tdstat_record_copy),
+		.detail_copies = offsetof(struct tdstat_detail, copy),
+		.detail_copy_size = sizeof(struct tdstat_detail_copy),
+#define TDSTAT_LAYOUT_COPY(type, name) .name = offsetof(struct tdstat_record_copy, name),
+		TDSTAT_RECORD_COPY_FIELDS(TDSTAT_LAYOUT_COPY)
+#undef TDSTAT_LAYOUT_COPY
+		.object = offsetof(struct tdstat_detail_copy, object),
+		.site = offsetof(struct tdstat_detail_copy, site),
+		.woken_ns = offsetof(struct tdstat_detail_copy, woken_ns),
+		.acc_idle_ns = offsetof(struct tdstat_detail_copy, acc_idle_ns),
+		.kind_count = TDSTAT_WAIT_KIND_COUNT,
 	};
+}
+
+/* The published copies of a record, for a reader in the same process
+ * (tests, the shim itself): load seq with acquire, use copy[seq & 1],
+ * check seq again. */
+static inline uint32_t tdstat_record_published(const struct tdstat_record *record)
+{
+	return __atomic_load_n(&record->seq, __ATOMIC_ACQUIRE) & 1u;
 }
 
 #define TDSTAT_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 
-TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_record) == 64, "record is one cache line");
+TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_record_copy) == 48, "record copy layout");
+TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_record_copy, epoch_ns) == 16, "record copy layout");
+TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_record) == 128, "record is two cache lines");
 TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_record, seq) == 0, "seq first");
-TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_record, epoch_ns) == 16, "record layout");
-TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_record, acc_runnable_ns) == 40, "record layout");
-TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_layout) == 32, "layout table");
-TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region_header, layout) == 40, "header layout");
-TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region_header, control) == 128, "control on its own line");
+TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_record, copy) == 16, "copies after seq and pending");
+TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_detail_copy) == 128, "detail copy is two lines");
+TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_detail) == 256, "detail layout");
+TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_layout) == 48, "layout table");
+TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region_header, layout) == 56, "header layout");
+TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region_header, control) == 192, "control on its own line");
 TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_control) == 64, "control is one line");
-TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region_header, status) == 192, "status on its own line");
+TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region_header, status) == 256, "status after control");
 TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_status) == 64, "status is one line");
-TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_region_header) == 256, "header size");
-TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region, records) == 256, "records follow the header");
+TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_region_header) == 320, "header size");
+TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region, records) == 320, "records follow the header");
 
 #endif /* TDSTAT_REGION_H */

@@ -9,6 +9,11 @@
  * the average number of RUNNABLE threads over [a, b] is
  * (b.runnable_ns - a.runnable_ns) / (b.window_ns - a.window_ns).
  *
+ * The snapshot's window ends commit_lag (20 ms) before the moment it is
+ * taken (window_start_ns + window_ns is its end): a thread woken from a
+ * wait counts as runnable from the wake-up, which it learns only when it
+ * runs again, so the last moments are not final yet (docs/READER.md).
+ *
  * Everything else libc_db offers is declared by the system's <thread_db.h>,
  * with glibc's exact prototypes.
  */
@@ -17,6 +22,8 @@
 
 #include <stdint.h>
 #include <thread_db.h>
+
+#include <tdstat/region.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,10 +49,21 @@ typedef struct td_ta_stats_ns {
 	uint64_t cpu_ns;           /* process CPU time used during W */
 	uint64_t running_ns;       /* min(cpu_ns, runnable_ns) */
 	uint64_t snapshot_ns;      /* CLOCK_MONOTONIC when the snapshot was taken */
+	/* Second version: the blocked time by wait kind. */
+	uint32_t kinds;            /* entries of idle_by_kind_ns filled (TDSTAT_WAIT_KIND_COUNT) */
+	uint32_t reserved0;
+	uint64_t idle_by_kind_ns[TDSTAT_WAIT_KIND_COUNT]; /* by enum tdstat_wait_kind; sum: idle_ns */
 } td_ta_stats_ns_t;
 
+/* The names of the wait kinds, the keys of idle_by_kind_ns ("mutex",
+ * "rwlock", "cond", "sem", "barrier", "join", "futex", "sleep", "io",
+ * "child", "signal"); NULL past the last. */
+extern const char *td_wait_kind_name(unsigned int __kind);
+
 /* Errors as td_ta_get_stats(); TD_ERR also when stats->size is smaller
- * than the first version of this struct (everything up to snapshot_ns). */
+ * than the first version of this struct (everything up to snapshot_ns).
+ * A size that covers idle_by_kind_ns asks for the kinds too (a snapshot
+ * that also reads the records' details). */
 extern td_err_e td_ta_get_stats_ns(const td_thragent_t *__ta, td_ta_stats_ns_t *__stats);
 
 #ifdef __cplusplus

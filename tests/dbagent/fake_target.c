@@ -21,7 +21,7 @@ void fake_target_init(struct ps_prochandle *ph, uint32_t capacity, uint32_t used
 
 	memset(ph, 0, sizeof(*ph));
 	pthread_mutex_init(&ph->lock, NULL);
-	ph->image_size = sizeof(*header) + (size_t)capacity * sizeof(struct tdstat_record);
+	ph->image_size = sizeof(*header) + (size_t)capacity * (sizeof(struct tdstat_record) + sizeof(struct tdstat_detail));
 	ph->image = calloc(1, ph->image_size);
 	ph->lookup_result = PS_OK;
 	ph->writes_before_failure = -1;
@@ -54,6 +54,13 @@ struct tdstat_region_header *fake_header(struct ps_prochandle *ph)
 struct tdstat_record *fake_record(struct ps_prochandle *ph, uint32_t index)
 {
 	return (struct tdstat_record *)(ph->image + sizeof(struct tdstat_region_header)) + index;
+}
+
+struct tdstat_record_copy *fake_copy(struct ps_prochandle *ph, uint32_t index)
+{
+	struct tdstat_record *record = fake_record(ph, index);
+
+	return &record->copy[record->seq & 1];
 }
 
 /* The part of [address, address + size) inside the image, or NULL. */
@@ -100,10 +107,11 @@ ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t address, void *buffer, siz
 		result = PS_BADADDR;
 	} else {
 		memcpy(buffer, source, size);
-		/* A reader of records sees a writer inside its critical section. */
+		/* A reader of records sees a writer publish between its
+		 * reads: each such read sees another seq. */
 		if (ph->torn_reads > 0 && source >= (unsigned char *)fake_record(ph, 0)) {
+			((unsigned char *)buffer)[0] += (unsigned char)ph->torn_reads;
 			ph->torn_reads--;
-			((unsigned char *)buffer)[0] |= 1;
 		}
 	}
 	pthread_mutex_unlock(&ph->lock);

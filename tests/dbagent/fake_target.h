@@ -26,7 +26,7 @@ struct ps_prochandle {
 	ps_err_e lookup_result;     /* what ps_pglobal_lookup answers */
 	bool fail_reads;
 	int writes_before_failure;  /* the write after this many fails, once; <0: none */
-	int torn_reads;             /* this many record reads see an odd seq */
+	int torn_reads;             /* this many record reads see a seq that moved */
 	bool random_reads;          /* every read returns random bytes */
 	unsigned long reads, writes;
 	unsigned int seed;
@@ -40,6 +40,8 @@ void fake_target_destroy(struct ps_prochandle *ph);
 
 struct tdstat_region_header *fake_header(struct ps_prochandle *ph);
 struct tdstat_record *fake_record(struct ps_prochandle *ph, uint32_t index);
+/* The published copy of a record (region.h's latch). */
+struct tdstat_record_copy *fake_copy(struct ps_prochandle *ph, uint32_t index);
 
 uint64_t fake_monotonic_ns(void);
 

@@ -14,8 +14,8 @@ static struct ps_prochandle target;
 static void setup(void)
 {
 	fake_target_init(&target, 16, 2);
-	fake_record(&target, 0)->state = TDSTAT_STATE_BLOCKED;
-	fake_record(&target, 1)->state = TDSTAT_STATE_RUNNABLE;
+	fake_copy(&target, 0)->state = TDSTAT_STATE_BLOCKED;
+	fake_copy(&target, 1)->state = TDSTAT_STATE_RUNNABLE;
 }
 
 static void teardown(void)

@@ -22,8 +22,8 @@ static void setup(void)
 {
 	fake_target_init(&target, 256, 200);
 	for (uint32_t i = 0; i < 200; i++) {
-		fake_record(&target, i)->state = 1 + i % 2;
-		fake_record(&target, i)->since_ns = fake_monotonic_ns();
+		fake_copy(&target, i)->state = 1 + i % 2;
+		fake_copy(&target, i)->since_ns = fake_monotonic_ns();
 	}
 	cr_assert_eq(td_ta_new(&target, &shared_agent), TD_OK);
 }

@@ -207,15 +207,15 @@ static int scribble(void)
 		else if (!strcmp(line, "control_offset"))
 			h->layout.control_offset = 0xfff0;
 		else if (!strcmp(line, "state"))
-			region->records[0].state = 7;
+			region->records[0].copy[region->records[0].seq & 1].state = 7;
 		else if (!strcmp(line, "high_water"))
 			h->status.high_water = 0xffffffffu;
 		else if (!strcmp(line, "acc")) {
-			region->records[0].epoch_ns = h->control.window_start_ns;
-			region->records[0].acc_tracked_ns = UINT64_MAX - 5;
-			region->records[0].acc_runnable_ns = UINT64_MAX;
+			region->records[0].copy[region->records[0].seq & 1].epoch_ns = h->control.window_start_ns;
+			region->records[0].copy[region->records[0].seq & 1].acc_tracked_ns = UINT64_MAX - 5;
+			region->records[0].copy[region->records[0].seq & 1].acc_runnable_ns = UINT64_MAX;
 		} else if (!strcmp(line, "since"))
-			region->records[0].since_ns = UINT64_MAX - 1;
+			region->records[0].copy[region->records[0].seq & 1].since_ns = UINT64_MAX - 1;
 		else if (!strcmp(line, "window"))
 			h->control.window_start_ns = UINT64_MAX - 10;
 		else if (!strcmp(line, "random")) {

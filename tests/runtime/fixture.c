@@ -77,22 +77,22 @@ struct fx_record fx_read_record(uint32_t index)
 	for (int i = 0; i < FX_READ_TRIES; i++) {
 		struct fx_record copy;
 		uint32_t seq = __atomic_load_n(&record->seq, __ATOMIC_ACQUIRE);
+		const struct tdstat_record_copy *published = &record->copy[seq & 1];
 
-		if (seq & 1) {
-			sched_yield();
-			continue;
-		}
+		/* region.h's latch: the published copy, then seq unchanged. */
 		copy.seq = seq;
-		copy.state = LOAD(record->state);
-		copy.tid = LOAD(record->tid);
-		copy.generation = LOAD(record->generation);
-		copy.epoch_ns = LOAD(record->epoch_ns);
-		copy.since_ns = LOAD(record->since_ns);
-		copy.acc_tracked_ns = LOAD(record->acc_tracked_ns);
-		copy.acc_runnable_ns = LOAD(record->acc_runnable_ns);
+		copy.state = LOAD(published->state);
+		copy.tid = LOAD(published->tid);
+		copy.generation = LOAD(published->generation);
+		copy.epoch_ns = LOAD(published->epoch_ns);
+		copy.since_ns = LOAD(published->since_ns);
+		copy.acc_tracked_ns = LOAD(published->acc_tracked_ns);
+		copy.acc_runnable_ns = LOAD(published->acc_runnable_ns);
+		copy.settled = LOAD(record->pending_ns) <= copy.since_ns;
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (LOAD(record->seq) == seq)
 			return copy;
+		sched_yield();
 	}
 	fx_die("record %u: no consistent copy in %d tries", index, FX_READ_TRIES);
 }

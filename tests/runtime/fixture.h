@@ -31,6 +31,7 @@ struct fx_record {
 	uint64_t since_ns;
 	uint64_t acc_tracked_ns;
 	uint64_t acc_runnable_ns;
+	bool settled;         /* no change under way: pending_ns <= since_ns */
 };
 
 struct fx_snapshot {

@@ -760,6 +760,7 @@ static void set_up(void)
 static void print_record(const char *key, const struct fx_record *record)
 {
 	printf("%s_seq=%u\n", key, record->seq);
+	printf("%s_settled=%d\n", key, record->settled);
 	printf("%s_state=%s\n", key, fx_state_name(record->state));
 }
 

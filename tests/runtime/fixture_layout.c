@@ -46,12 +46,25 @@ int main(void)
 	       l->control_offset == offsetof(struct tdstat_region_header, control) &&
 	       l->status_offset == offsetof(struct tdstat_region_header, status) &&
 	       l->record_seq == offsetof(struct tdstat_record, seq) &&
-	       l->record_state == offsetof(struct tdstat_record, state) &&
-	       l->record_tid == offsetof(struct tdstat_record, tid) &&
-	       l->record_epoch == offsetof(struct tdstat_record, epoch_ns) &&
-	       l->record_since == offsetof(struct tdstat_record, since_ns) &&
-	       l->record_acc_tracked == offsetof(struct tdstat_record, acc_tracked_ns) &&
-	       l->record_acc_runnable == offsetof(struct tdstat_record, acc_runnable_ns));
+	       l->record_pending == offsetof(struct tdstat_record, pending_ns) &&
+	       l->record_copies == offsetof(struct tdstat_record, copy) &&
+	       l->record_copy_size == sizeof(struct tdstat_record_copy) &&
+	       l->detail_copies == offsetof(struct tdstat_detail, copy) &&
+	       l->detail_copy_size == sizeof(struct tdstat_detail_copy) &&
+	       l->state == offsetof(struct tdstat_record_copy, state) &&
+	       l->kind == offsetof(struct tdstat_record_copy, kind) &&
+	       l->tid == offsetof(struct tdstat_record_copy, tid) &&
+	       l->epoch_ns == offsetof(struct tdstat_record_copy, epoch_ns) &&
+	       l->since_ns == offsetof(struct tdstat_record_copy, since_ns) &&
+	       l->acc_tracked_ns == offsetof(struct tdstat_record_copy, acc_tracked_ns) &&
+	       l->acc_runnable_ns == offsetof(struct tdstat_record_copy, acc_runnable_ns) &&
+	       l->acc_idle_ns == offsetof(struct tdstat_detail_copy, acc_idle_ns) &&
+	       l->kind_count == TDSTAT_WAIT_KIND_COUNT);
+	printf("details_ok=%d\n",
+	       h->details_offset == h->records_offset + (uint64_t)h->record_capacity * h->record_size &&
+	       h->detail_size == sizeof(struct tdstat_detail) &&
+	       h->region_size >= (uint64_t)h->details_offset + (uint64_t)h->record_capacity * h->detail_size);
+	printf("commit_lag_ns=%llu\n", (unsigned long long)h->commit_lag_ns);
 	printf("status_capacity=%u\n", h->status.capacity);
 	printf("status_pid_ok=%d\n", h->status.pid == getpid());
 	printf("status_start_set=%d\n", h->status.start_ns != 0 && h->status.start_ns <= fx_now_ns());

@@ -84,7 +84,7 @@ static void *waiter(void *arg)
 	printf("wait_result=%d\n", result);
 	printf("handled=%d\n", handled);
 	printf("state_after=%s\n", fx_state_name(after.state));
-	printf("seq_even=%d\n", after.seq % 2 == 0);
+	printf("settled=%d\n", after.settled);
 	return NULL;
 }
 

@@ -19,16 +19,32 @@
 
 Test(layout, record)
 {
-	cr_expect_eq(sizeof(struct tdstat_record), 64);
+	cr_expect_eq(sizeof(struct tdstat_record_copy), 48);
+	AT(struct tdstat_record_copy, state, 0);
+	AT(struct tdstat_record_copy, kind, 4);
+	AT(struct tdstat_record_copy, tid, 8);
+	AT(struct tdstat_record_copy, generation, 12);
+	AT(struct tdstat_record_copy, epoch_ns, 16);
+	AT(struct tdstat_record_copy, since_ns, 24);
+	AT(struct tdstat_record_copy, acc_tracked_ns, 32);
+	AT(struct tdstat_record_copy, acc_runnable_ns, 40);
+	cr_expect_eq(sizeof(struct tdstat_record), 128);
 	AT(struct tdstat_record, seq, 0);
-	AT(struct tdstat_record, state, 4);
-	AT(struct tdstat_record, tid, 8);
-	AT(struct tdstat_record, generation, 12);
-	AT(struct tdstat_record, epoch_ns, 16);
-	AT(struct tdstat_record, since_ns, 24);
-	AT(struct tdstat_record, acc_tracked_ns, 32);
-	AT(struct tdstat_record, acc_runnable_ns, 40);
-	AT(struct tdstat_record, reserved, 48);
+	AT(struct tdstat_record, pending_ns, 8);
+	AT(struct tdstat_record, copy, 16);
+	AT(struct tdstat_record, reserved, 112);
+}
+
+Test(layout, detail)
+{
+	cr_expect_eq(sizeof(struct tdstat_detail_copy), 128);
+	AT(struct tdstat_detail_copy, object, 0);
+	AT(struct tdstat_detail_copy, site, 8);
+	AT(struct tdstat_detail_copy, woken_ns, 16);
+	AT(struct tdstat_detail_copy, acc_idle_ns, 24);
+	cr_expect_eq(TDSTAT_WAIT_KIND_COUNT, 11);
+	AT(struct tdstat_detail_copy, reserved, 112);
+	cr_expect_eq(sizeof(struct tdstat_detail), 256);
 }
 
 Test(layout, control)
@@ -58,10 +74,12 @@ Test(layout, status)
 
 Test(layout, header_and_region)
 {
-	cr_expect_eq(sizeof(struct tdstat_layout), 32);
+	cr_expect_eq(sizeof(struct tdstat_layout), 48);
 	AT(struct tdstat_layout, control_offset, 0);
-	AT(struct tdstat_layout, record_acc_runnable, 16);
-	cr_expect_eq(sizeof(struct tdstat_region_header), 256);
+	AT(struct tdstat_layout, state, 16);
+	AT(struct tdstat_layout, object, 32);
+	AT(struct tdstat_layout, kind_count, 40);
+	cr_expect_eq(sizeof(struct tdstat_region_header), 320);
 	AT(struct tdstat_region_header, magic, 0);
 	AT(struct tdstat_region_header, abi_major, 8);
 	AT(struct tdstat_region_header, abi_minor, 10);
@@ -71,11 +89,15 @@ Test(layout, header_and_region)
 	AT(struct tdstat_region_header, record_size, 28);
 	AT(struct tdstat_region_header, record_capacity, 32);
 	AT(struct tdstat_region_header, layout_size, 36);
-	AT(struct tdstat_region_header, layout, 40);
-	AT(struct tdstat_region_header, control, 128);
-	AT(struct tdstat_region_header, status, 192);
-	AT(struct tdstat_region, records, 256);
-	cr_expect_eq(sizeof(struct tdstat_region), 256 + 64 * (size_t)32768);
+	AT(struct tdstat_region_header, details_offset, 40);
+	AT(struct tdstat_region_header, detail_size, 44);
+	AT(struct tdstat_region_header, commit_lag_ns, 48);
+	AT(struct tdstat_region_header, layout, 56);
+	AT(struct tdstat_region_header, control, 192);
+	AT(struct tdstat_region_header, status, 256);
+	AT(struct tdstat_region, records, 320);
+	AT(struct tdstat_region, details, 320 + 128 * 32768);
+	cr_expect_eq(sizeof(struct tdstat_region), 320 + (128 + 256) * (size_t)32768);
 	cr_expect_eq(TDSTAT_REGION_MAGIC, 0x0152746174736474ull);
 	cr_expect_eq(memcmp(&(uint64_t){ TDSTAT_REGION_MAGIC }, "tdstatR\x01", 8), 0,
 		     "magic reads \"tdstatR\\x01\" in memory");
@@ -95,12 +117,14 @@ Test(layout, shim_exports_matching_region)
 	rt_expect_int(&out, "magic_ok", 1);
 	rt_expect_int(&out, "abi_major", TDSTAT_ABI_MAJOR);
 	rt_expect_int(&out, "abi_minor", TDSTAT_ABI_MINOR);
-	rt_expect_int(&out, "header_size", 256);
-	rt_expect_int(&out, "records_offset", 256);
-	rt_expect_int(&out, "record_size", 64);
+	rt_expect_int(&out, "header_size", 320);
+	rt_expect_int(&out, "records_offset", 320);
+	rt_expect_int(&out, "record_size", 128);
 	rt_expect_int(&out, "record_capacity", TDSTAT_RECORD_CAPACITY);
-	rt_expect_int(&out, "layout_size", 32);
+	rt_expect_int(&out, "layout_size", 48);
 	rt_expect_int(&out, "layout_ok", 1);
+	rt_expect_int(&out, "details_ok", 1);
+	rt_expect_int(&out, "commit_lag_ns", TDSTAT_COMMIT_LAG_NS);
 	rt_expect_int(&out, "region_size_ok", 1);
 	rt_expect_int(&out, "status_capacity", TDSTAT_RECORD_CAPACITY);
 	rt_expect_int(&out, "status_pid_ok", 1);

@@ -31,7 +31,7 @@ static void expect_signal_post(const char *scenario)
 	rt_expect_int(&out, "wait_result", 0);
 	rt_expect_int(&out, "handled", 1);
 	rt_expect_string(&out, "state_after", "RUNNABLE");
-	rt_expect_int(&out, "seq_even", 1);
+	rt_expect_int(&out, "settled", 1);
 	rt_expect_int(&out, "sem_value", 0);
 	rt_free(&out);
 }

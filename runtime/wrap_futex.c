@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libc's syscall(): futex waits through it are waits of kind futex.  That
+ * is how C++20's std::atomic::wait, counting_semaphore, latch and barrier
+ * (libstdc++'s __platform_wait, compiled into the program) and Rust's std
+ * Mutex, Condvar, RwLock, park, channels and scoped joins wait.  Futex
+ * wakes stamp the word (runtime/wake.c) so their waiters count as
+ * runnable from the wake-up.
+ *
+ * Every other call passes straight through: the six argument registers
+ * are forwarded as they came (the kernel reads as many as the call has,
+ * as glibc's own syscall() does), errno is the real call's.
+ */
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+
+#include "shim.h"
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+#ifndef FUTEX_LOCK_PI2
+#define FUTEX_LOCK_PI2 13
+#endif
+
+static bool is_futex_wait(int command)
+{
+	switch (command) {
+	case FUTEX_WAIT:
+	case FUTEX_WAIT_BITSET:
+	case FUTEX_LOCK_PI:
+	case FUTEX_LOCK_PI2:
+	case FUTEX_WAIT_REQUEUE_PI:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The words whose waiters a futex operation wakes: none, the first, or
+ * (FUTEX_WAKE_OP) both. */
+static int futex_woken_words(int command)
+{
+	switch (command) {
+	case FUTEX_WAKE:
+	case FUTEX_WAKE_BITSET:
+	case FUTEX_REQUEUE:
+	case FUTEX_CMP_REQUEUE:
+	case FUTEX_CMP_REQUEUE_PI:
+	case FUTEX_UNLOCK_PI:
+		return 1;
+	case FUTEX_WAKE_OP:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+__attribute__((noinline)) static long futex_wait_call(long a1, long a2, long a3, long a4, long a5, long a6,
+						      const void *site)
+{
+	int command = (int)a2 & FUTEX_CMD_MASK;
+	/* FUTEX_WAIT's timeout is relative; the others' absolute (and
+	 * FUTEX_LOCK_PI's on CLOCK_REALTIME). */
+	const struct timespec *timeout = (const struct timespec *)a4;
+	uint64_t deadline = 0;
+
+	if (timeout && command == FUTEX_WAIT)
+		deadline = tdshim_deadline_after(timeout);
+	else if (timeout && command != FUTEX_LOCK_PI2)
+		deadline = tdshim_deadline_at(((int)a2 & FUTEX_CLOCK_REALTIME) || command == FUTEX_LOCK_PI
+						      ? CLOCK_REALTIME : CLOCK_MONOTONIC, timeout);
+	/* A requeue-PI waiter is woken on the PI futex (a5). */
+	TDSHIM_WAIT_SCOPE_FULL(TDSTAT_WAIT_FUTEX, a1, command == FUTEX_WAIT_REQUEUE_PI ? (const void *)a5 : NULL,
+			       site);
+	tdshim_scope_.deadline_ns = deadline;
+	long result = tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
+	tdshim_scope_.timed_out = result == -1 && *tdshim_errno() == ETIMEDOUT;
+	return result;
+}
+
+__attribute__((noinline)) static long futex_waitv_call(long a1, long a2, long a3, long a4, long a5, long a6,
+						       const void *site)
+{
+	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_FUTEX, a1, site);
+	return tdshim_real_syscall(SYS_futex_waitv, a1, a2, a3, a4, a5, a6);
+}
+
+static void stamp_futex_wake(long a1, long a2, long a5)
+{
+	int words = futex_woken_words((int)a2 & FUTEX_CMD_MASK);
+
+	if (words == 0 || !tdshim_gathering())
+		return;
+	tdshim_wake_stamp((const void *)a1);
+	if (words == 2)
+		tdshim_wake_stamp((const void *)a5);
+}
+
+TDSHIM_EXPORT long syscall(long number, ...)
+{
+	va_list arguments;
+	long a1, a2, a3, a4, a5, a6;
+
+	va_start(arguments, number);
+	a1 = va_arg(arguments, long);
+	a2 = va_arg(arguments, long);
+	a3 = va_arg(arguments, long);
+	a4 = va_arg(arguments, long);
+	a5 = va_arg(arguments, long);
+	a6 = va_arg(arguments, long);
+	va_end(arguments);
+
+	tdshim_ensure_init();
+	if (number == SYS_futex) {
+		if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
+			return futex_wait_call(a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
+		stamp_futex_wake(a1, a2, a5);
+	} else if (number == SYS_futex_waitv) {
+		return futex_waitv_call(a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
+	}
+	return tdshim_real_syscall(number, a1, a2, a3, a4, a5, a6);
+}
+
+/* The shim's own futex calls: the raw system call, never the wrapper
+ * above, and errno as it was. */
+long tdshim_futex(int *word, int operation, int value, const struct timespec *timeout)
+{
+	int saved_errno = *tdshim_errno();
+	long result;
+
+	tdshim_ensure_init();
+	result = tdshim_real_syscall(SYS_futex, (long)word, (long)operation, (long)value, (long)timeout, 0L, 0L);
+	*tdshim_errno() = saved_errno;
+	return result;
+}
