@@ -36,10 +36,6 @@
 
 #define LINE_TIMEOUT_MS 60000
 
-/* A series may fail transiently (a reader gives up on a record that a
- * running writer rewrites faster than it can copy), at most this often. */
-#define TRANSIENT_PER_MILLE_MAX 10
-
 struct target {
 	struct tdtest_child child;
 	struct rel_agent agent;
@@ -97,16 +93,18 @@ static bool parse_count(const char *line, const char *prefix, long *value)
 	return true;
 }
 
-/* Readability: no lasting error episode, transient ones rare. */
+/*
+ * Readability while the writers run: no lasting error episode.  A
+ * transient one (the next snapshot, or one within 100 ms, succeeds) is
+ * allowed and reported: a reader may give up on a record that a running
+ * writer rewrites faster than it can copy it, and try again.
+ */
 static void check_readable(const char *test, const struct rel_series *series)
 {
 	if (series->lasting)
 		rel_fail("%s: %ld lasting error episodes (%ld of %ld snapshots failed, first %s): a reader "
 			 "blinded for good",
 			 test, series->lasting, series->failed, series->snapshots, rel_td_name(series->first_error));
-	else if (series->failed * 1000 > series->snapshots * TRANSIENT_PER_MILLE_MAX)
-		rel_fail("%s: %ld of %ld snapshots failed (%s), all transient, but more than %d per mille", test,
-			 series->failed, series->snapshots, rel_td_name(series->first_error), TRANSIENT_PER_MILLE_MAX);
 	if (series->broken)
 		rel_fail("%s: %ld snapshots broke an invariant", test, series->broken);
 }
@@ -139,7 +137,8 @@ static void note_progress(struct failure_progress *at, const struct rel_series *
  * `done_prefix` and half a second after it.  *progress: the last count
  * seen. */
 static bool watch_progress(struct target *target, struct rel_series *series, const char *progress_prefix,
-			   const char *done_prefix, long *progress, struct failure_progress *at)
+			   const char *done_prefix, long *progress, struct failure_progress *at, char *done_line,
+			   size_t done_size)
 {
 	uint64_t deadline = tdtest_monotonic_ns() + 120 * 1000000000ull, done_at = 0;
 	long lasting_before;
@@ -152,8 +151,10 @@ static bool watch_progress(struct target *target, struct rel_series *series, con
 		int got;
 
 		while ((got = tdtest_read_line(&target->child, line, sizeof(line), 0)) >= 0) {
-			if (parse_count(line, done_prefix, progress))
+			if (parse_count(line, done_prefix, progress)) {
 				done_at = now;
+				snprintf(done_line, done_size, "%s", line);
+			}
 			else
 				parse_count(line, progress_prefix, progress);
 		}
@@ -195,6 +196,7 @@ static void torn_jump(void)
 	struct rel_series series;
 	struct target target;
 	struct failure_progress at;
+	char done[128];
 	long sent;
 	char summary[512];
 
@@ -202,7 +204,7 @@ static void torn_jump(void)
 	rel_series_init(&series, "torn-jump", 2 + (uint64_t)(atol(signals) + 199) / 200);
 	if (!target_start(&target, "jump-spin", signals))
 		return;
-	if (watch_progress(&target, &series, "signals ", "done signals ", &sent, &at)) {
+	if (watch_progress(&target, &series, "signals ", "done signals ", &sent, &at, done, sizeof(done))) {
 		check_readable("torn-jump", &series);
 		printf("torn-jump: %ld signals siglongjmp'ed out of the shim's wrapper; %s", sent,
 		       rel_series_summary(&series, summary, sizeof(summary)));
@@ -229,26 +231,33 @@ static bool nthreads_becomes(struct target *target, struct rel_series *series, i
 
 static void torn_cancel(void)
 {
-	const char *threads = rel_ci() ? "500" : "2000";
+	const char *threads = rel_ci() ? "1000" : "3000";
 	struct rel_series series;
 	struct target target;
 	struct failure_progress at;
+	char done[128] = "";
 	long cancelled;
 	char summary[512];
 	int n;
 
-	rel_series_init(&series, "torn-cancel", 2);
+	/* main, a victim, a parker per 100 victims */
+	rel_series_init(&series, "torn-cancel", 2 + (uint64_t)atol(threads) / 100);
 	if (!target_start(&target, "async-cancel", threads))
 		return;
-	if (watch_progress(&target, &series, "cancelled ", "done cancelled ", &cancelled, &at)) {
-		if (!nthreads_becomes(&target, &series, 1, &n))
-			rel_fail("torn-cancel: nthreads %d after every thread was cancelled and joined, want 1 "
-				 "(-1: no snapshot succeeded)",
-				 n);
+	if (watch_progress(&target, &series, "cancelled ", "done cancelled ", &cancelled, &at, done,
+			   sizeof(done))) {
+		char *parked_text = strstr(done, " parked ");
+		int want = 1 + (parked_text ? atoi(parked_text + 8) : 0);
+
+		if (!nthreads_becomes(&target, &series, want, &n))
+			rel_fail("torn-cancel: nthreads %d after every victim was cancelled and joined, want %d "
+				 "(main and the parked threads; -1: no snapshot succeeded)",
+				 n, want);
 		rel_series_finish(&series);
 		check_readable("torn-cancel", &series);
-		printf("torn-cancel: %ld threads cancelled asynchronously in short waits; %s; nthreads at the end %d",
-		       cancelled, rel_series_summary(&series, summary, sizeof(summary)), n);
+		printf("torn-cancel: %ld threads cancelled asynchronously in short waits; %s; nthreads at the end %d "
+		       "(want %d)",
+		       cancelled, rel_series_summary(&series, summary, sizeof(summary)), n, want);
 		print_failure_progress(&at, "threads", 10);
 	}
 	target_end(&target);
@@ -268,7 +277,7 @@ static bool wait_stopped(pid_t pid)
 
 static void stopped_writer(void)
 {
-	int cycles = rel_ci() ? 600 : 2000;
+	int cycles = rel_ci() ? 1500 : 5000;
 	struct rel_series series;
 	struct target target;
 	unsigned int seed = 2026;
@@ -276,8 +285,8 @@ static void stopped_writer(void)
 	char summary[512];
 	int stops = 0;
 
-	rel_series_init(&series, "stopped-writer", 5);
-	if (!target_start(&target, "short-waits", "4"))
+	rel_series_init(&series, "stopped-writer", 9);
+	if (!target_start(&target, "short-waits", "8"))
 		return;
 	for (; stops < cycles; stops++) {
 		long failed_before = series.failed;
@@ -302,7 +311,7 @@ static void stopped_writer(void)
 			 series.failed, series.snapshots, rel_td_name(series.first_error), failed_stops, stops);
 	if (series.broken)
 		rel_fail("stopped-writer: %ld snapshots broke an invariant", series.broken);
-	printf("stopped-writer: %d stops of 4 threads in short waits, 3 snapshots in each; %s; %ld stops with a "
+	printf("stopped-writer: %d stops of 8 threads in short waits, 3 snapshots in each; %s; %ld stops with a "
 	       "failure\n",
 	       stops, rel_series_summary(&series, summary, sizeof(summary)), failed_stops);
 	target_end(&target);

@@ -16,8 +16,9 @@
  *   async-cancel THREADS THREADS threads, one after another, with
  *                        asynchronous cancellation in short waits of
  *                        several kinds, each cancelled after a random
- *                        moment and joined.  "cancelled N" every 10, then
- *                        "done cancelled N".
+ *                        moment and joined; after every 100, a thread
+ *                        that parks for good.  "cancelled N" every 10,
+ *                        then "done cancelled N parked P".
  *   short-waits THREADS  THREADS threads doing very short waits at a high
  *                        rate, until "exit".
  *   jump-recovery deeper|level
@@ -221,7 +222,7 @@ static void *victim_main(void *argument)
 	for (;;) {
 		struct timespec t;
 
-		switch (kind % 5) {
+		switch (kind % 8) {
 		case 0:
 			usleep(1);
 			break;
@@ -234,26 +235,40 @@ static void *victim_main(void *argument)
 			}
 			sem_timedwait(&never_posted, &t);
 			break;
-		case 2:
-			instant_wait();
-			break;
 		case 3:
 			t.tv_sec = 0;
 			t.tv_nsec = 1000;
 			syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, &t, NULL, 0);
 			break;
-		default:
+		case 4:
 			t.tv_sec = 0;
 			t.tv_nsec = 1000;
 			nanosleep(&t, NULL);
+			break;
+		default:
+			/* Half of them: where a record write is most likely cut. */
+			instant_wait();
 		}
 	}
 	return NULL;
 }
 
+/* Parks for good: its record, claimed from the top of the free list,
+ * is the one the victims before it used, and keeps what they left. */
+static void *parker_main(void *unused)
+{
+	(void)unused;
+	for (;;)
+		sleep(1000);
+	return NULL;
+}
+
+#define VICTIMS_PER_PARKER 100
+
 static int async_cancel(long threads)
 {
 	uint64_t seed = 777;
+	long parked = 0;
 
 	if (sem_init(&never_posted, 0, 0) != 0)
 		die("sem_init");
@@ -269,8 +284,22 @@ static int async_cancel(long threads)
 			die("cancel or join");
 		if ((i + 1) % 10 == 0)
 			say("cancelled %ld", i + 1);
+		/* Victims one at a time all use one record: a parker takes it
+		 * every so often, so that a record torn in one stretch stays
+		 * as it was left, whatever the later victims do. */
+		if ((i + 1) % VICTIMS_PER_PARKER == 0) {
+			pthread_attr_t attr;
+			pthread_t parker;
+
+			pthread_attr_init(&attr);
+			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+			if (pthread_create(&parker, &attr, parker_main, NULL) != 0)
+				die("pthread_create");
+			pthread_attr_destroy(&attr);
+			parked++;
+		}
 	}
-	say("done cancelled %ld", threads);
+	say("done cancelled %ld parked %ld", threads, parked);
 	wait_for_exit();
 	return 0;
 }
