@@ -204,8 +204,9 @@ struct tdshim_wait_scope {
 	const void *object;
 	const void *site;
 	const void *wake_keys[2];
-	uint64_t deadline_ns; /* monotonic; 0: none */
-	bool timed_out;       /* the call said its timeout expired */
+	uint64_t deadline_ns;   /* monotonic; 0: none */
+	uint64_t cpu_inside_ns; /* CPU time the call spent on a CPU, if measured */
+	bool timed_out;         /* the call said its timeout expired */
 };
 void tdshim_wait_begin(struct tdshim_wait_scope *scope);
 void tdshim_wait_end(struct tdshim_wait_scope *scope);

@@ -286,6 +286,20 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 	return woken;
 }
 
+/* The moment from which the thread counts as runnable again: its wake-up
+ * (or now, if unknown), less the CPU time it spent inside the call, if
+ * measured (work before the sleep: runnable for the kernel too). */
+static uint64_t runnable_from(const struct tdshim_wait_scope *scope, uint64_t since)
+{
+	uint64_t woken = wait_woken(scope, since);
+
+	if (!scope->cpu_inside_ns)
+		return woken;
+	if (!woken)
+		woken = tdshim_now_ns();
+	return woken > since + scope->cpu_inside_ns ? woken - scope->cpu_inside_ns : since;
+}
+
 /* Ends the outermost scope: RUNNABLE again, from when the wait was woken. */
 void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_scope *scope)
 {
@@ -294,7 +308,7 @@ void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_sc
 		uint64_t since = CMM_LOAD_SHARED(record->copy[CMM_LOAD_SHARED(record->seq) & 1].since_ns);
 		struct tdshim_change change = {
 			.state = TDSTAT_STATE_RUNNABLE,
-			.woken_ns = scope && tdshim_gathering() ? wait_woken(scope, since) : 0,
+			.woken_ns = scope && tdshim_gathering() ? runnable_from(scope, since) : 0,
 		};
 		change_own_record(self, &change);
 	}

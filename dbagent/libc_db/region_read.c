@@ -206,14 +206,28 @@ struct record_bytes {
 	const unsigned char *detail; /* NULL: not read */
 };
 
+/*
+ * Where a record's figures end (READER.md step 5): its open interval at
+ * the reader's clock taken before the reads (`open_end`), its closed
+ * intervals at the latest commit it can show, which is before the clock
+ * taken after the record was read (`read_end`, a bound for hostile
+ * values).
+ */
+struct record_ends {
+	uint64_t start;     /* the window's */
+	uint64_t open_end;
+	uint64_t read_end;
+	uint64_t reader_now;
+};
+
 static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct record_bytes *bytes,
-			      const struct tddb_window *window, struct tddb_thread *thread)
+			      const struct record_ends *window, struct tddb_thread *thread)
 {
 	const struct tdstat_layout *layout = &geometry->layout;
 	const unsigned char *copy = published_copy(geometry, bytes->record);
 	uint64_t epoch = u64_at(copy, layout->epoch_ns);
 	uint64_t pending = u64_at(bytes->record, layout->record_pending);
-	uint64_t length = window->end > window->start ? window->end - window->start : 0;
+	uint64_t length = window->read_end > window->start ? window->read_end - window->start : 0;
 	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT] = { 0 };
 	bool current = epoch == window->start;
 
@@ -257,12 +271,17 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 		/* A record on an older window has not changed state since this
 		 * one began (region.h): its open interval starts with it. */
 		uint64_t from = current ? tddb_max_u64(thread->since_ns, window->start) : window->start;
-		uint64_t to = window->end;
+		uint64_t to = window->open_end;
 
 		/* A change under way since pending_ns: the old state lasted
 		 * at least until then, and maybe not longer (region.h). */
 		if (pending > thread->since_ns)
-			to = tddb_min_u64(to, pending > geometry->commit_lag_ns ? pending - geometry->commit_lag_ns : 0);
+			to = tddb_min_u64(to, pending);
+		/* A wait's last commit_lag_ns are not final: the thread may yet
+		 * date its wake-up back into them (region.h). */
+		if (thread->state == TDSTAT_STATE_BLOCKED)
+			to = tddb_min_u64(to, tddb_min_u64(window->reader_now, pending > thread->since_ns ? pending : UINT64_MAX) -
+						      tddb_min_u64(geometry->commit_lag_ns, window->reader_now));
 		if (to > from) {
 			uint64_t open = tddb_min_u64(to - from, length - thread->tracked_ns);
 			thread->tracked_ns += open;
@@ -307,11 +326,13 @@ static td_err_e record_reread(const struct td_thragent *agent, uint32_t index, u
 }
 
 /*
- * The reader's clock is taken before the reads, and the reads begin at
- * least TDSTAT_STALL_NS later: a writer that announces a change after we
- * read its record then commits at a time no earlier than our clock
- * (region.h, step 1), so extending its open interval to our clock (less
- * the lag) never counts time it then takes back.
+ * The reader's clock for open intervals is taken before the reads, and
+ * the reads begin at least 2 * TDSTAT_STALL_NS later: a writer that
+ * announces a change after we read its record then commits at a time no
+ * earlier than that clock (region.h, step 1), so extending its open
+ * interval to the clock never counts time it then takes back.  The
+ * window itself ends at a clock taken after the reads, which every
+ * commit the reads saw precedes: no closed interval lies past it.
  */
 static uint64_t reader_clock(void)
 {
@@ -322,19 +343,22 @@ static uint64_t reader_clock(void)
 	return now;
 }
 
-static struct tddb_window window_of(const struct td_thragent *agent, const struct tddb_header_view *view,
-				    uint64_t now)
+/* The window's end at `now`: gathering off or the process exiting end it
+ * earlier. */
+static uint64_t window_end_at(const struct tddb_header_view *view, uint64_t now)
 {
-	uint64_t lag = agent->geometry.commit_lag_ns;
-	uint64_t end = now > lag ? now - lag : 0;
-	struct tddb_window window = { .start = view->control.window_start_ns };
+	uint64_t end = now;
 
 	if (view->control.window_end_ns != TDSTAT_WINDOW_OPEN)
 		end = tddb_min_u64(end, view->control.window_end_ns);
 	if (view->status.exit_ns != 0)
 		end = tddb_min_u64(end, view->status.exit_ns);
-	window.end = tddb_max_u64(end, window.start);
-	return window;
+	return tddb_max_u64(end, view->control.window_start_ns);
+}
+
+static struct tddb_window window_of(const struct tddb_header_view *view, uint64_t now)
+{
+	return (struct tddb_window){ .start = view->control.window_start_ns, .end = window_end_at(view, now) };
 }
 
 td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
@@ -352,10 +376,16 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	err = tddb_read_header(agent, view);
 	if (err != TD_OK)
 		return err;
-	*window = window_of(agent, view, now);
+	struct record_ends ends = {
+		.start = view->control.window_start_ns,
+		.open_end = window_end_at(view, now),
+		.reader_now = now,
+	};
 	count = tddb_min_u64(view->status.high_water, geometry->record_capacity);
-	if (count == 0)
+	if (count == 0) {
+		*window = window_of(view, tddb_monotonic_ns());
 		return TD_OK;
+	}
 	first = malloc((size_t)per_chunk * (2 * (size_t)size + (detail ? detail_size : 0)));
 	if (!first)
 		return TD_MALLOC;
@@ -376,20 +406,24 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 					  (size_t)n * detail_size);
 		if (err == TD_OK)
 			err = region_read(agent, offset, second, (size_t)n * size);
+		ends.read_end = window_end_at(view, tddb_monotonic_ns());
 		for (i = 0; i < n && err == TD_OK; i++) {
 			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
 			unsigned char *d = detail ? details + (size_t)i * detail_size : NULL;
 			struct tddb_thread thread = { .index = base + i };
 
-			if (!record_stable(geometry, a, b))
+			if (!record_stable(geometry, a, b)) {
 				err = record_reread(agent, base + i, a, b, d, deadline);
+				ends.read_end = window_end_at(view, tddb_monotonic_ns());
+			}
 			if (err == TD_OK)
-				err = thread_decode(geometry, &(struct record_bytes){ a, d }, window, &thread);
+				err = thread_decode(geometry, &(struct record_bytes){ a, d }, &ends, &thread);
 			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
 				err = visitor(&thread, context);
 		}
 	}
 	free(first);
+	*window = window_of(view, tddb_monotonic_ns());
 	return err;
 }
 

@@ -51,12 +51,13 @@ static td_err_e plan_run(struct td_thragent *agent, const struct control_plan *p
 }
 
 /*
- * The controller's "now": its clock less the region's commit lag, the
- * moment up to which readers report (region.h), so a window it opens is
- * not empty to a reader that reads at once and one it closes is frozen at
- * once.
+ * A window's end: the controller's clock less the region's commit lag.
+ * A wait's last commit_lag_ns are not final (a thread may date its
+ * wake-up back into them, region.h); readers leave them out until they
+ * are, so ending the window that much earlier makes it final, and frozen
+ * for every reader, at once.
  */
-static uint64_t control_now(const struct td_thragent *agent)
+static uint64_t window_end_now(const struct td_thragent *agent)
 {
 	uint64_t now = tddb_monotonic_ns();
 
@@ -65,12 +66,11 @@ static uint64_t control_now(const struct td_thragent *agent)
 
 /* A new window start: now, but strictly after the old one, since the start
  * is also the epoch that tells current accumulators from stale ones. */
-static td_err_e next_window_start(const struct td_thragent *agent, const struct tdstat_control *control,
-				  uint64_t *start)
+static td_err_e next_window_start(const struct tdstat_control *control, uint64_t *start)
 {
 	if (control->window_start_ns >= UINT64_MAX - 1)
 		return TD_DBERR;
-	*start = tddb_max_u64(control_now(agent), control->window_start_ns + 1);
+	*start = tddb_max_u64(tddb_monotonic_ns(), control->window_start_ns + 1);
 	return TD_OK;
 }
 
@@ -86,7 +86,7 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
 	if (change == TDDB_CONTROL_DISABLE && !enabled)
 		return TD_OK;
 	if (change != TDDB_CONTROL_DISABLE) {
-		err = next_window_start(agent, old, &start);
+		err = next_window_start(old, &start);
 		if (err != TD_OK)
 			return err;
 	}
@@ -103,7 +103,7 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
 		break;
 	case TDDB_CONTROL_DISABLE:
 		plan_add(plan, FIELD(cpu_end_ns), cpu, old->cpu_end_ns);
-		plan_add(plan, FIELD(window_end_ns), tddb_max_u64(control_now(agent), old->window_start_ns),
+		plan_add(plan, FIELD(window_end_ns), tddb_max_u64(window_end_now(agent), old->window_start_ns),
 			 old->window_end_ns);
 		break;
 	case TDDB_CONTROL_RESET:

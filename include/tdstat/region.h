@@ -50,16 +50,16 @@
 #define TDSTAT_WINDOW_OPEN UINT64_MAX
 
 /*
- * How far back a thread may date a change of state when it commits it:
+ * How far back a thread may date the end of a wait when it commits it:
  * a waiter that was woken (its lock handed over, its condvar signalled,
  * its timeout reached) becomes RUNNABLE at the moment of the wake-up,
- * which it learns only once it runs again.  Readers report the window up
- * to L before the moment they read (header.commit_lag_ns), so no commit
- * can change what a reader already reported: integrals never decrease.
- * A wait whose wake-up lies further back than L counts as blocked until
- * L before its end.
+ * which it learns only once it runs again.  Readers leave the last L of
+ * a wait still open (header.commit_lag_ns) out of every figure until it
+ * is final, so no commit changes what a reader already reported:
+ * integrals never decrease.  A wait whose wake-up lies further back than
+ * L counts as blocked until L before its end.
  */
-#define TDSTAT_COMMIT_LAG_NS UINT64_C(20000000)
+#define TDSTAT_COMMIT_LAG_NS UINT64_C(10000000)
 
 /* record state */
 enum tdstat_thread_state {
@@ -117,7 +117,9 @@ enum tdstat_wait_kind {
  *
  * Reading the open interval: the published copy is in `state` since
  * since_ns.  When pending_ns > since_ns a change at or after pending_ns is
- * under way, so the open interval may be extended only up to pending_ns.
+ * under way, so the open interval may be extended only up to pending_ns;
+ * a BLOCKED one only up to TDSTAT_COMMIT_LAG_NS before that (or before
+ * the reader's clock), the part a commit may still date a wake-up into.
  * Step 1 re-reads the clock after its store so that a reader that saw no
  * pending change extended the interval no further than the time the
  * writer then commits.  See docs/READER.md for the complete rule.
@@ -188,9 +190,9 @@ struct tdstat_detail {
  *   disable at T:           cpu_end, then window_end_ns = T
  *   reset at T, enabled:    cpu_start, window_start_ns = T
  *   reset at T, disabled:   window_start_ns = T, window_end_ns = T
- * A controller's T is its clock less commit_lag_ns (readers report up to
- * that lag before now), so a window it opens is not empty to a reader
- * that reads at once, and one it closes is frozen at once.
+ * A disable's T is the controller's clock less commit_lag_ns: the last L
+ * of an open wait are not final until L has passed, so the window ends
+ * where it is final already, and is frozen for every reader at once.
  * Gathering is on exactly while window_end_ns == TDSTAT_WINDOW_OPEN.
  * generation is bumped after each change so a reader can tell that the
  * block it copied was not being rewritten.
