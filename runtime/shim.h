@@ -140,7 +140,7 @@ static inline void tdshim_wake_stamp_if_gathering(const void *object)
 }
 
 /* The kernel's timer slack of this process (ns): a timed wait ends up to
- * this much after its deadline. */
+ * this much after its deadline (runtime/thread.c takes half). */
 extern uint64_t tdshim_timer_slack_ns;
 
 /* Record slots (runtime/slots.c). */
@@ -196,7 +196,7 @@ static inline pid_t tdshim_cached_tid(void)
  * The wait's kind, object and call site go into the record.  The moment
  * the wait was woken comes from the wake-up stamps of wake_keys (the
  * objects whose wakers stamp), or from deadline_ns (a sleep or timeout
- * that ran its course: the deadline plus the timer slack), whichever
+ * that ran its course: the deadline plus half the timer slack), whichever
  * applies; without either the thread counts as woken when it returns.
  */
 struct tdshim_wait_scope {

@@ -273,7 +273,10 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 	uint64_t woken = 0;
 
 	if (scope->deadline_ns && (scope->timed_out || scope->kind == TDSTAT_WAIT_SLEEP)) {
-		uint64_t expiry = scope->deadline_ns + tdshim_timer_slack_ns;
+		/* The kernel fires the timer between the deadline and the
+		 * deadline plus the slack, early when another timer or
+		 * interrupt comes first: take the middle. */
+		uint64_t expiry = scope->deadline_ns + tdshim_timer_slack_ns / 2;
 		if (expiry > since && expiry <= tdshim_now_ns())
 			return expiry;
 		return 0;

@@ -7,7 +7,7 @@
  * only when it runs again.  Wakers stamp the object they wake waiters of
  * (the slot of its address in a fixed table) just before the wake; a
  * waiter reads its objects' slots when its wait returns, and a timed wait
- * that ran its course was woken at its deadline plus the timer slack.
+ * that ran its course was woken at its deadline plus half the timer slack.
  *
  * A slot is one 64-bit word: the time (16 ns units) above an 8-bit tag
  * of the object, written and read whole, so it never tears; two objects
