@@ -108,8 +108,9 @@ static bool exited_find(const struct exited_threads *exited, pid_t tid, size_t *
 	return false;
 }
 
-/* Out of memory only costs precision: that thread then counts as live,
- * and the statistics are read at a later exit stop. */
+/* Out of memory: the thread is not remembered, and counts as live until
+ * it is a zombie; at worst no exit stop is found to be the last, and run
+ * says it could not read the statistics. */
 static void exited_add(struct exited_threads *exited, pid_t tid)
 {
 	if (exited_find(exited, tid, NULL))
