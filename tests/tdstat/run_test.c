@@ -4,10 +4,13 @@
  * JSON and as text, and the command's exit status passed through.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <linux/capability.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "command.h"
@@ -259,4 +262,41 @@ Test(run, refuses_a_setuid_command)
 	cr_assert_eq(exit_code(status), 1, "output: %s", output);
 	cr_assert_not_null(strstr(output, "setuid"), "names the cause: %s", output);
 	free(output);
+}
+
+/* The same for setgid and for file capabilities (security.capability). */
+Test(run, refuses_setgid_and_capability_commands)
+{
+	char directory[] = "/tmp/tdstat-setgid-XXXXXX", copy[256], command[1024], *output;
+	struct vfs_cap_data capabilities = {
+		.magic_etc = VFS_CAP_REVISION_2,
+		.data = { { .permitted = 1u << CAP_NET_RAW } },
+	};
+	const char *const kinds[] = { "setgid", "file capabilities" };
+
+	if (getuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+		cr_skip_test("needs root and setpriv to run tdstat as nobody");
+	cr_assert_not_null(mkdtemp(directory));
+	snprintf(copy, sizeof(copy), "%s/workload", directory);
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(command, sizeof(command), "cp '%s' '%s' && chmod %s '%s' && chmod 755 '%s'",
+			 workload_path(), copy, i == 0 ? "2755" : "755", copy, directory);
+		cr_assert_eq(system(command), 0, "%s", command);
+		if (i == 1 && setxattr(copy, "security.capability", &capabilities,
+				       XATTR_CAPS_SZ_2, 0) != 0) {
+			unlink(copy);
+			rmdir(directory);
+			cr_skip_test("cannot set file capabilities in /tmp: %s", strerror(errno));
+		}
+		const char *const args[] = { "run", "--", copy, "shim-copies", NULL };
+		int status = run_tdstat_as_nobody(args, &output);
+
+		unlink(copy);
+		cr_assert_eq(exit_code(status), 1, "output: %s", output);
+		cr_assert_eq(count_lines(output), 1, "one line: %s", output);
+		cr_assert_not_null(strstr(output, kinds[i]), "names the cause: %s", output);
+		cr_assert_null(strstr(output, "shim copies"), "nothing ran: %s", output);
+		free(output);
+	}
+	rmdir(directory);
 }
