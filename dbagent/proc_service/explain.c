@@ -3,6 +3,18 @@
 
 #include "ps_live_private.h"
 
+static void explain_thread(pid_t pid, char *buf, size_t len)
+{
+	pid_t process = tdps_process_of(pid);
+
+	if (process > 0 && process != pid)
+		snprintf(buf, len, "PID %d is a thread of process %d: use %d", (int)pid, (int)process,
+			 (int)process);
+	else
+		snprintf(buf, len, "PID %d is a thread, not a process: use its process's PID (Tgid in /proc/%d/status)",
+			 (int)pid, (int)pid);
+}
+
 /* One line each: what happened, then what to do about it. */
 TDPS_EXPORT const char *tdps_explain(enum tdps_status status, pid_t pid, char *buf, size_t len)
 {
@@ -32,6 +44,19 @@ TDPS_EXPORT const char *tdps_explain(enum tdps_status status, pid_t pid, char *b
 		break;
 	case TDPS_NO_MEMORY:
 		snprintf(buf, len, "process %d: out of memory in the controlling process; free memory and retry", p);
+		break;
+	case TDPS_NOT_A_PROCESS:
+		explain_thread(pid, buf, len);
+		break;
+	case TDPS_KERNEL_THREAD:
+		snprintf(buf, len, "PID %d is a kernel thread: it runs no program, so it has no statistics; give the PID of a program", p);
+		break;
+	case TDPS_LOOKUP_LIMIT:
+		snprintf(buf, len,
+			 "process %d: the symbol lookup gave up: the process maps more objects, or objects with larger "
+			 "symbol tables (a crafted or damaged ELF file), than can be searched in %u objects, %u reads "
+			 "and %u s; see what it maps in /proc/%d/maps",
+			 p, TDPS_LOOKUP_OBJECTS_MAX, TDPS_LOOKUP_READS_MAX, TDPS_LOOKUP_SECONDS, p);
 		break;
 	case TDPS_IO:
 	default:

@@ -14,15 +14,15 @@
 #include "ps_live_private.h"
 
 /* Returns 0, or the errno of the failure that ended the transfer. */
-static int transfer_vm(pid_t pid, uintptr_t address, void *buffer, size_t size, bool write)
+static int transfer_vm(pid_t tid, uintptr_t address, void *buffer, size_t size, bool write)
 {
 	size_t done = 0;
 
 	while (done < size) {
 		struct iovec local = { (char *)buffer + done, size - done };
 		struct iovec remote = { (void *)(address + done), size - done };
-		ssize_t moved = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
-				      : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		ssize_t moved = write ? process_vm_writev(tid, &local, 1, &remote, 1, 0)
+				      : process_vm_readv(tid, &local, 1, &remote, 1, 0);
 
 		if (moved > 0)
 			done += (size_t)moved;
@@ -58,9 +58,14 @@ static int transfer_mem(int fd, uintptr_t address, void *buffer, size_t size, bo
 	return 0;
 }
 
+/* How many threads a transfer tries before it believes the process gone:
+ * each one we pick may exit before we use it. */
+#define THREAD_RETRIES 8
+
 static ps_err_e transfer(struct ps_prochandle *ph, uintptr_t address, void *buffer, size_t size, bool write)
 {
-	int error;
+	int error, retries = THREAD_RETRIES;
+	pid_t tid;
 
 	if (!ph)
 		return PS_BADPID;
@@ -70,7 +75,19 @@ static ps_err_e transfer(struct ps_prochandle *ph, uintptr_t address, void *buff
 		tdps_set_status(ph, TDPS_IO);
 		return PS_BADADDR;
 	}
-	error = transfer_vm(ph->pid, address, buffer, size, write);
+	tid = atomic_load_explicit(&ph->access_tid, memory_order_relaxed);
+	error = transfer_vm(tid, address, buffer, size, write);
+	/* The thread we went through has exited (the leader of a process
+	 * whose main called pthread_exit, say): go through another. */
+	while (error == ESRCH && retries-- > 0) {
+		pid_t next = tdps_live_thread(ph->pid);
+
+		if (next == 0 || next == tid)
+			break;
+		atomic_store_explicit(&ph->access_tid, next, memory_order_relaxed);
+		tid = next;
+		error = transfer_vm(tid, address, buffer, size, write);
+	}
 	if (error == 0)
 		return PS_OK;
 	/* A vanished process gives no second chance; anything else might

@@ -23,10 +23,13 @@ void tdstat_report_row(FILE *out, const struct tdstat_interval *interval)
 
 	if (localtime_r(&now, &local))
 		strftime(clock, sizeof(clock), "%H:%M:%S", &local);
-	fprintf(out, "%-8s %8d %8d %6d %9.2f %8.2f %8.2f %8.2f %8.2fs\n",
+	/* A stopped target's threads keep the states they had when it
+	 * stopped: the note says why the row does not move. */
+	fprintf(out, "%-8s %8d %8d %6d %9.2f %8.2f %8.2f %8.2f %8.2fs%s\n",
 		clock, (int)interval->pid, interval->nthreads,
 		interval->r_concurrency, interval->runnable, interval->running,
-		interval->lwps, interval->idle, interval->window_s);
+		interval->lwps, interval->idle, interval->window_s,
+		interval->stopped == TDSTAT_STOPPED ? "  stopped" : "");
 }
 
 void tdstat_report_json(FILE *out, const struct tdstat_interval *interval)
@@ -38,14 +41,17 @@ void tdstat_report_json(FILE *out, const struct tdstat_interval *interval)
 		"\"nlwps_num\":%d,\"nlwps_den\":%d,"
 		"\"nidle_num\":%d,\"nidle_den\":%d,"
 		"\"runnable\":%.6f,\"running\":%.6f,\"lwps\":%.6f,\"idle\":%.6f,"
-		"\"window_s\":%.6f}\n",
+		"\"window_s\":%.6f%s}\n",
 		(int)interval->pid, interval->nthreads, interval->r_concurrency,
 		interval->nrunnable_num, interval->nrunnable_den,
 		interval->a_concurrency_num, interval->a_concurrency_den,
 		interval->nlwps_num, interval->nlwps_den,
 		interval->nidle_num, interval->nidle_den,
 		interval->runnable, interval->running, interval->lwps,
-		interval->idle, interval->window_s);
+		interval->idle, interval->window_s,
+		interval->stopped == TDSTAT_STOPPED_UNKNOWN ? ""
+		: interval->stopped == TDSTAT_STOPPED ? ",\"stopped\":true"
+						     : ",\"stopped\":false");
 }
 
 static void summary_line(FILE *out, double value, const char *name,

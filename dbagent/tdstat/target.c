@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <tdstat/ps_live.h>
+#include <tdstat/region.h>
 
 static void explain_process_status(enum tdps_status status, pid_t pid)
 {
@@ -27,6 +28,22 @@ static void explain_no_shim(pid_t pid)
 		     "LD_PRELOAD)", (int)pid, shim ? shim : expected);
 }
 
+/* TD_VERSION also covers a region whose magic is not written yet: the
+ * shim writes it last, when its constructor has run, and a library
+ * constructor that runs before it (or blocks) leaves it 0.  Reading those
+ * 8 bytes is all the command interprets of the region itself. */
+static bool shim_starting(const struct tdstat_target *target)
+{
+	psaddr_t region;
+	uint64_t magic;
+
+	if (!target->process ||
+	    ps_pglobal_lookup(target->process, "libtdshim.so", TDSTAT_REGION_SYMBOL, &region) != PS_OK ||
+	    ps_pdread(target->process, region, &magic, sizeof(magic)) != PS_OK)
+		return false;
+	return magic == 0;
+}
+
 void tdstat_target_explain(const struct tdstat_target *target, td_err_e err)
 {
 	pid_t pid = target->pid;
@@ -37,6 +54,12 @@ void tdstat_target_explain(const struct tdstat_target *target, td_err_e err)
 		explain_no_shim(pid);
 		return;
 	case TD_VERSION:
+		if (shim_starting(target)) {
+			tdstat_error("the shim in process %d has not finished "
+				     "starting (library constructors are still "
+				     "running): try again in a moment", (int)pid);
+			return;
+		}
 		tdstat_error("process %d runs a libtdshim.so of another ABI "
 			     "version: use the tdstat installed with that shim",
 			     (int)pid);

@@ -9,6 +9,7 @@
  *   watch.c     live mode
  *   control.c   enable, disable, reset
  *   run.c       run CMD under the shim, read it at its exit stop
+ *   privilege.c does CMD gain privileges (setuid...) when it starts
  *   shim_path.c where libtdshim.so is, built or installed
  *
  * Everything read from a target goes through libc_db (td_ta_*); the
@@ -52,6 +53,9 @@ struct tdstat_interval {
 	/* The same averages as floating point, from the nanosecond integrals. */
 	double runnable, running, lwps, idle;
 	double window_s;
+	/* What the kernel says of the target when the line is printed:
+	 * TDSTAT_STOPPED_UNKNOWN where the command does not ask (run). */
+	enum { TDSTAT_STOPPED_UNKNOWN, TDSTAT_RUNNING, TDSTAT_STOPPED } stopped;
 };
 
 enum tdstat_format {
@@ -91,6 +95,12 @@ void tdstat_report_row(FILE *out, const struct tdstat_interval *interval);
 void tdstat_report_json(FILE *out, const struct tdstat_interval *interval);
 void tdstat_report_summary(FILE *out, const struct tdstat_interval *interval,
 			   const char *command, bool enabled);
+
+/* privilege.c */
+/* True when running `command` (found in PATH as execvp would) changes the
+ * credentials of the process: setuid, setgid or file capabilities.  Then
+ * reason holds one phrase naming the file and why. */
+bool tdstat_command_privileged(const char *command, char *reason, size_t size);
 
 /* shim_path.c */
 /* The shim to preload: $TDSTAT_SHIM, else the one built beside this

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <tdstat/ps_live.h>
+
 static volatile sig_atomic_t interrupted;
 
 static void on_interrupt(int signo)
@@ -69,12 +71,22 @@ static void say_gathering_off(pid_t pid)
 		     "environment)", (int)pid, (int)pid);
 }
 
+/* Stopped by a signal (SIGSTOP, ^Z) or by a debugger.  Reading it is
+ * fine: nothing here stops or resumes it. */
+static bool target_stopped(pid_t pid)
+{
+	char state = tdps_process_state(pid);
+
+	return state == 'T' || state == 't';
+}
+
 static void print_line(const struct tdstat_watch_options *options,
 		       const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to)
 {
 	struct tdstat_interval interval;
 
 	tdstat_interval_compute(&interval, options->pid, from, to);
+	interval.stopped = target_stopped(options->pid) ? TDSTAT_STOPPED : TDSTAT_RUNNING;
 	if (options->format == TDSTAT_FORMAT_JSON)
 		tdstat_report_json(stdout, &interval);
 	else

@@ -30,6 +30,12 @@ enum tdps_status {
 	TDPS_NOT_DYNAMIC,  /* the target has no dynamic symbol tables to search */
 	TDPS_NO_MEMORY,
 	TDPS_IO,           /* any other failure reading the target */
+	/* Since 1.1 (TDSTAT_PS_1.1): */
+	TDPS_NOT_A_PROCESS, /* the PID is a thread of another process */
+	TDPS_KERNEL_THREAD, /* the PID is a kernel thread: no program, no memory */
+	TDPS_LOOKUP_LIMIT,  /* ps_pglobal_lookup gave up: too many objects, or
+			       symbol tables too large, to search in bounded
+			       time (PS_ERR) */
 };
 
 /* Opens a handle on live process `pid`.  On failure returns the status and
@@ -40,6 +46,13 @@ void tdps_close(struct ps_prochandle *ph);
 /* Status of the last failed ps_* call on this handle (TDPS_OK if none):
  * tells a caller that got TD_DBERR from libc_db what happened. */
 enum tdps_status tdps_last_status(const struct ps_prochandle *ph);
+
+/* What the kernel says of process `pid` now: the state letter of
+ * /proc/PID/stat ('R', 'S', 'T' stopped, 't' stopped by a tracer, ...) of
+ * its leader, or of another live thread when the leader has exited (main
+ * called pthread_exit); 'Z' when no thread lives; 0 when there is no such
+ * process.  Since 1.1. */
+char tdps_process_state(pid_t pid);
 
 /* Writes one line (no newline) naming the cause and the fix for `status`
  * on process `pid` into buf; returns buf. */

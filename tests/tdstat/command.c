@@ -7,8 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if !defined(TDSTAT_PATH) || !defined(WORKLOAD_PATH) || !defined(PHASES_PATH)
-#error "TDSTAT_PATH, WORKLOAD_PATH and PHASES_PATH must name the built programs"
+#if !defined(TDSTAT_PATH) || !defined(WORKLOAD_PATH) || !defined(PHASES_PATH) || !defined(SLOW_START_PATH)
+#error "TDSTAT_PATH, WORKLOAD_PATH, PHASES_PATH and SLOW_START_PATH must name the built programs"
 #endif
 
 #define MAX_ARGS 32
@@ -29,6 +29,11 @@ const char *workload_path(void)
 const char *phases_path(void)
 {
 	return PHASES_PATH;
+}
+
+const char *slow_start_path(void)
+{
+	return SLOW_START_PATH;
 }
 
 /* argv = prefix..., tdstat, args...; returns the wait status. */
@@ -76,7 +81,12 @@ int run_tdstat_as_nobody(const char *const args[], char **output)
 
 int start_target(struct tdtest_child *child, bool preload, bool enable)
 {
-	const char *const argv[] = { workload_path(), "stdin", NULL };
+	return start_target_mode(child, "stdin", preload, enable);
+}
+
+int start_target_mode(struct tdtest_child *child, const char *mode, bool preload, bool enable)
+{
+	const char *const argv[] = { workload_path(), mode, NULL };
 	const char *const env[] = { enable ? "TDSTAT_ENABLE=1" : "TDSTAT_ENABLE=0", NULL };
 	struct tdtest_spawn_options options = {
 		.preload = preload ? tdtest_shim_path() : NULL,

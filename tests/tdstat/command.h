@@ -19,6 +19,7 @@
 const char *tdstat_path(void);
 const char *workload_path(void);
 const char *phases_path(void);
+const char *slow_start_path(void);
 
 /* Runs tdstat with args (NULL-terminated), stdout and stderr merged into
  * *output (malloc'd).  Returns the wait status, -1 on timeout/error. */
@@ -33,6 +34,8 @@ int run_tdstat_as_nobody(const char *const args[], char **output);
  * enable, TDSTAT_ENABLE=1 is in its environment; with preload, the shim
  * is. */
 int start_target(struct tdtest_child *child, bool preload, bool enable);
+/* The same with `workload MODE` (a mode that prints "ready"). */
+int start_target_mode(struct tdtest_child *child, const char *mode, bool preload, bool enable);
 /* Closes its stdin and reaps it. */
 void stop_target(struct tdtest_child *child);
 

@@ -4,9 +4,12 @@
  * bad usage exits 2.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +100,79 @@ Test(errors, command_without_the_shim_file)
 	cr_assert_eq(exit_code(status), 1, "%s", output);
 	cr_assert_not_null(strstr(output, needles[0]), "%s", output);
 	free(output);
+}
+
+/* A thread's ID given as the PID: the line names the process to use. */
+Test(errors, thread_id_names_its_process)
+{
+	struct tdtest_child target;
+	char pid[16], tid[300] = "", path[64];
+	struct dirent *entry;
+	DIR *tasks;
+
+	cr_assert_eq(start_target_mode(&target, "main-exits-stdin", true, true), 0);
+	snprintf(pid, sizeof(pid), "%d", (int)target.pid);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)target.pid);
+	tasks = opendir(path);
+	cr_assert_not_null(tasks);
+	while ((entry = readdir(tasks)) != NULL)
+		if (entry->d_name[0] != '.' && strcmp(entry->d_name, pid) != 0)
+			snprintf(tid, sizeof(tid), "%s", entry->d_name);
+	closedir(tasks);
+	cr_assert_neq(tid[0], '\0', "the target has a second thread");
+	const char *const args[] = { "-c", "1", tid, NULL };
+	const char *const needles[] = { tid, "is a thread of process", pid, NULL };
+	expect_error(args, 1, needles);
+	const char *const reset[] = { "reset", tid, NULL };
+	expect_error(reset, 1, needles);
+	stop_target(&target);
+}
+
+/* PID 2 is kthreadd on Linux; a kernel thread runs no program. */
+Test(errors, kernel_thread)
+{
+	char buffer[512] = "", *close_paren;
+	unsigned long flags = 0;
+	FILE *stat = fopen("/proc/2/stat", "r");
+
+	if (stat) {
+		buffer[fread(buffer, 1, sizeof(buffer) - 1, stat)] = '\0';
+		fclose(stat);
+	}
+	close_paren = strrchr(buffer, ')');
+	if (!close_paren || sscanf(close_paren + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1 ||
+	    !(flags & 0x00200000ul))
+		cr_skip_test("PID 2 is no kernel thread here (a PID namespace?)");
+	const char *const args[] = { "-c", "1", "2", NULL };
+	const char *const needles[] = { "PID 2 is a kernel thread", "runs no program", NULL };
+	expect_error(args, 1, needles);
+}
+
+/* The shim is loaded but its constructor has not run yet (a library's
+ * constructor runs first, and waits): not "another ABI version". */
+Test(errors, shim_not_started_yet)
+{
+	char lock[] = "/tmp/tdstat-lock-XXXXXX", variable[64], line[128], pid[16];
+	const char *const argv[] = { slow_start_path(), NULL };
+	const char *const env[] = { "TDSTAT_ENABLE=1", variable, NULL };
+	struct tdtest_spawn_options options = { .preload = tdtest_shim_path(), .env = env };
+	struct tdtest_child target;
+	int fd = mkostemp(lock, O_CLOEXEC), target_pid;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(flock(fd, LOCK_EX), 0);
+	snprintf(variable, sizeof(variable), "SLOW_INIT_LOCK=%s", lock);
+	cr_assert_eq(tdtest_spawn(&target, argv, &options), 0);
+	cr_assert_gt(tdtest_read_line(&target, line, sizeof(line), COMMAND_TIMEOUT_MS), 0);
+	cr_assert_eq(sscanf(line, "constructing %d", &target_pid), 1, "%s", line);
+	snprintf(pid, sizeof(pid), "%d", target_pid);
+	const char *const args[] = { "-c", "1", pid, NULL };
+	const char *const needles[] = { pid, "has not finished starting", "try again", NULL };
+	expect_error(args, 1, needles);
+	flock(fd, LOCK_UN);
+	close(fd);
+	unlink(lock);
+	cr_assert_eq(exit_code(tdtest_wait(&target, COMMAND_TIMEOUT_MS)), 0);
 }
 
 Test(usage, bad_usage_exits_2)

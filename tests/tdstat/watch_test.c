@@ -3,6 +3,7 @@
  * Live mode and the control subcommands, against running targets.
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,5 +151,87 @@ Test(control, enable_disable_reset)
 	cr_assert_lt(window_of(pid), before, "reset starts a new window");
 	control("disable", pid);
 	expect_gathering_off(pid);
+	stop_target(&target);
+}
+
+/* The first line of /proc/PID/stat's state, waited for until it is (or
+ * is not) `stopped`: kill() returns before the stop lands. */
+static void wait_stopped(pid_t pid, bool stopped)
+{
+	for (int i = 0; i < 1000; i++) {
+		char path[64], buffer[512], *close_paren;
+		FILE *stat;
+		size_t length;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		stat = fopen(path, "r");
+		cr_assert_not_null(stat);
+		length = fread(buffer, 1, sizeof(buffer) - 1, stat);
+		fclose(stat);
+		buffer[length] = '\0';
+		close_paren = strrchr(buffer, ')');
+		cr_assert_not_null(close_paren);
+		if ((close_paren[2] == 'T') == stopped)
+			return;
+		tdtest_sleep_ms(10);
+	}
+	cr_assert_fail("process %d never became %s", (int)pid, stopped ? "stopped" : "running");
+}
+
+/* A target stopped with SIGSTOP (idle in poll, so no record is being
+ * written): tdstat reads it, and every row says it is stopped. */
+Test(watch, stopped_target_is_read_and_marked)
+{
+	struct tdtest_child target;
+	char pid[16], *output, *row, *next;
+	int rows = 0;
+
+	cr_assert_eq(start_target(&target, true, true), 0);
+	pid_text(&target, pid, sizeof(pid));
+	cr_assert_eq(kill(target.pid, SIGSTOP), 0);
+	wait_stopped(target.pid, true);
+	const char *const text[] = { "-c", "2", "-i", "0.1", pid, NULL };
+	cr_assert_eq(exit_code(run_tdstat_merged(text, &output)), 0, "%s", output);
+	for (row = output; row && *row; row = next) {
+		next = strchr(row, '\n');
+		if (next)
+			*next++ = '\0';
+		if (strstr(row, "NTHREADS"))
+			continue;
+		rows++;
+		cr_assert(strlen(row) > 8 && !strcmp(row + strlen(row) - 7, "stopped"),
+			  "row not marked stopped: %s", row);
+	}
+	cr_assert_eq(rows, 2);
+	free(output);
+	const char *const json[] = { "-c", "1", "--json", pid, NULL };
+	cr_assert_eq(exit_code(run_tdstat(json, &output)), 0, "%s", output);
+	cr_assert_not_null(strstr(output, "\"stopped\":true"), "%s", output);
+	free(output);
+	cr_assert_eq(kill(target.pid, SIGCONT), 0);
+	wait_stopped(target.pid, false);
+	cr_assert_eq(exit_code(run_tdstat(json, &output)), 0, "%s", output);
+	cr_assert_not_null(strstr(output, "\"stopped\":false"), "%s", output);
+	free(output);
+	stop_target(&target);
+}
+
+/* main() called pthread_exit: its leader is a zombie, but the process
+ * runs on in its other thread, so it is there to watch and to reset. */
+Test(watch, process_whose_main_thread_exited)
+{
+	struct tdtest_child target;
+	char pid[16], *output;
+	double nthreads;
+
+	cr_assert_eq(start_target_mode(&target, "main-exits-stdin", true, true), 0);
+	pid_text(&target, pid, sizeof(pid));
+	const char *const args[] = { "-c", "2", "-i", "0.1", "--json", pid, NULL };
+	cr_assert_eq(exit_code(run_tdstat_merged(args, &output)), 0, "%s", output);
+	cr_assert_eq(count_lines(output), 2, "%s", output);
+	cr_assert(json_number(output, "nthreads", &nthreads) && nthreads == 1, "%s", output);
+	free(output);
+	control("reset", pid);
+	control("disable", pid);
 	stop_target(&target);
 }
