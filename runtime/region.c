@@ -198,19 +198,12 @@ void tdshim_record_set_owner(struct tdstat_record *record, pid_t tid, bool new_c
 }
 
 /* A claim whose thread never came to exist (pthread_create failed): the
- * slot goes back to FREE and the instant it was RUNNABLE is not counted. */
+ * slot goes back to FREE.  The instant it was RUNNABLE stays counted:
+ * readers may have counted it already, and integrals never go down. */
 void tdshim_record_abandon(struct tdstat_record *record)
 {
-	uint32_t seq = CMM_LOAD_SHARED(record->seq);
-	struct tdstat_record_copy *next = &record->copy[(seq + 1) & 1];
-	struct tdstat_detail *detail = tdshim_detail_of(record);
-
-	*next = record->copy[seq & 1];
-	detail->copy[(seq + 1) & 1] = detail->copy[seq & 1];
-	next->state = TDSTAT_STATE_FREE;
-	next->tid = 0;
-	cmm_smp_wmb();
-	CMM_STORE_SHARED(record->seq, seq + 1);
+	tdshim_record_set_state(record, TDSTAT_STATE_FREE);
+	tdshim_record_set_owner(record, 0, false);
 }
 
 static uint32_t capacity_from_environment(void)

@@ -24,6 +24,8 @@
  */
 #include "tdstat.h"
 
+#include <time.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -243,6 +245,11 @@ static void read_final_statistics(struct run_state *state)
 	if (!state->exec_seen || state->stats_read || state->read_error != TD_OK)
 		return;
 	err = tdstat_target_attach(&state->target, state->pid);
+	/* The last moments of a wait are final only commit_lag_ns after
+	 * them (region.h): the process stopped at its exit, so reading that
+	 * much later gives the run to its very end. */
+	if (err == TD_OK)
+		nanosleep(&(struct timespec){ .tv_nsec = (long)TDSTAT_COMMIT_LAG_NS + 1000000 }, NULL);
 	if (err == TD_OK)
 		err = tdstat_target_snapshot(&state->target, &state->stats);
 	state->stats_read = err == TD_OK;

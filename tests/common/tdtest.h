@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <tdstat/region.h>
 #include <sys/types.h>
 
 struct tdtest_spawn_options {
@@ -37,6 +39,15 @@ const char *tdtest_shim_path(void);
 /* CLOCK_MONOTONIC in ns, and a sleep that resumes after signals: the
  * timing helpers every suite needs. */
 uint64_t tdtest_monotonic_ns(void);
+
+/*
+ * How far a snapshot's thread count may fall short of exact (docs/READER.md):
+ * a thread blocked at the snapshot counts only up to the commit lag
+ * before it, and the window ends at the reader's clock after its reads,
+ * open intervals at its clock before them (a few hundred microseconds on a
+ * loaded machine; 2 ms allowed).  Per thread, in nanoseconds.
+ */
+#define TDTEST_SNAPSHOT_EDGE_NS (TDSTAT_COMMIT_LAG_NS + 2000000u)
 void tdtest_sleep_ms(long ms);
 
 /* Starts argv[0] (searched in PATH) with stdout piped to the test, its own

@@ -27,6 +27,7 @@ struct measurement {
 	double lwps, runnable, running, idle;  /* libc_db's averages */
 	double kernel_runnable, kernel_running;
 	int kernel_tasks;
+	double window_s;
 };
 
 static double fraction(int num, int den)
@@ -62,6 +63,7 @@ static void measure(const char *mode, int threads, long param, struct measuremen
 
 	m->nthreads = stats.nthreads;
 	m->lwps = fraction(stats.nlwps_num, stats.nlwps_den);
+	m->window_s = stats.nlwps_den / 1e6; /* the denominator is |W| in microseconds */
 	m->runnable = fraction(stats.nrunnable_num, stats.nrunnable_den);
 	m->running = fraction(stats.a_concurrency_num, stats.a_concurrency_den);
 	m->idle = fraction(stats.nidle_num, stats.nidle_den);
@@ -83,7 +85,11 @@ static void expect_common(const struct measurement *m, int threads)
 {
 	cr_assert_eq(m->nthreads, threads + 1);
 	cr_assert_eq(m->kernel_tasks, threads + 1);
-	cr_assert_float_eq(m->lwps, threads + 1, 1e-6, "steady threads: nlwps is exact");
+	/* Steady threads: nlwps is the thread count, short only by the
+	 * snapshot's edge (tdtest.h) for the threads blocked at the end. */
+	cr_assert_leq(m->lwps, threads + 1 + 1e-6, "steady threads: nlwps %.6f", m->lwps);
+	cr_assert_geq(m->lwps, (threads + 1) * (1 - TDTEST_SNAPSHOT_EDGE_NS / (m->window_s * 1e9)) - 1e-6,
+		      "steady threads: nlwps %.6f", m->lwps);
 	cr_assert_float_eq(m->idle, m->lwps - m->runnable, 1e-6);
 	cr_assert_leq(m->running, m->runnable + 1e-9);
 	/* a_concurrency is the process CPU clock over the window, capped
@@ -150,13 +156,14 @@ Test(accuracy, sleeping_threads)
 {
 	struct measurement m;
 
-	/* The kernel counts a woken sleeper runnable while it waits for a
-	 * CPU; the shim, until it returns from nanosleep: on a busy machine
-	 * the kernel's figure is the larger. */
+	/* Sleepers are idle, except from each timer's expiry until they
+	 * run (run-queue wait and the way back from the call), which both
+	 * the kernel and the shim count runnable: a few percent of each
+	 * thread's time at 100 wake-ups a second on a busy machine. */
 	measure("sleep", 3, 10, &m);
 	expect_common(&m, 3);
-	expect_near(m.runnable, 0.0, 0.05, "runnable vs shape");
-	expect_near(m.runnable, m.kernel_runnable, 0.15, "runnable vs kernel");
+	expect_near(m.runnable, 0.0, 0.1, "runnable vs shape");
+	expect_near(m.runnable, m.kernel_runnable, 0.05, "runnable vs kernel");
 }
 
 Test(accuracy, condvar_waiters)
@@ -167,7 +174,10 @@ Test(accuracy, condvar_waiters)
 	expect_common(&m, 3);
 	expect_near(m.runnable, 0.0, 0.01, "runnable vs shape");
 	expect_near(m.runnable, m.kernel_runnable, 0.02, "runnable vs kernel");
-	expect_near(m.idle, 4.0, 0.01, "idle");
+	/* All four blocked at the snapshot: idle is short of 4 only by the
+	 * snapshot's edge (tdtest.h). */
+	cr_assert_leq(m.idle, 4.0 + 1e-6, "idle %.6f", m.idle);
+	cr_assert_geq(m.idle, 4.0 * (1 - TDTEST_SNAPSHOT_EDGE_NS / (m.window_s * 1e9)) - 1e-6, "idle %.6f", m.idle);
 }
 
 Test(accuracy, setconcurrency_is_reported)

@@ -120,12 +120,19 @@ static int create_failure(int live_before)
 	pthread_t thread;
 	int error;
 
+	fx_enable();
+	uint32_t claimed = __atomic_load_n(&fx_region()->header.status.high_water, __ATOMIC_SEQ_CST);
 	pthread_attr_init(&attr);
 	/* no address space holds this stack: creation fails */
 	pthread_attr_setstacksize(&attr, (size_t)1 << 46);
 	error = pthread_create(&thread, &attr, returns, NULL);
 	printf("create_error=%s\n", error ? "failed" : "succeeded");
 	printf("live_after=%d\n", fx_live_records());
+	/* The record the failed creation claimed (the next one), FREE again,
+	 * keeps the instant it was RUNNABLE: a reader may have counted it. */
+	struct fx_record abandoned = fx_read_record(claimed);
+	printf("abandoned_state=%s\n", fx_state_name(abandoned.state));
+	printf("abandoned_counted=%d\n", abandoned.acc_tracked_ns > 0 && abandoned.acc_runnable_ns == abandoned.acc_tracked_ns);
 	(void)live_before;
 	return 0;
 }

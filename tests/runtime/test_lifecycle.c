@@ -56,5 +56,7 @@ Test(lifecycle, failed_create_leaves_no_record)
 
 	rt_expect_string(&out, "create_error", "failed");
 	rt_expect_int(&out, "live_after", rt_int(&out, "live_before"));
+	rt_expect_string(&out, "abandoned_state", "FREE");
+	rt_expect_int(&out, "abandoned_counted", 1);
 	rt_free(&out);
 }
