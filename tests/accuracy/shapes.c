@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,27 +212,57 @@ static void shape_pingpong(int threads)
 	join_all(ids, 2);
 }
 
-/* ---- oversubscribed: more busy threads than CPUs, short sleeps ---- */
+/* ---- oversubscribed: more busy threads than CPUs, short timed waits ----
+ * Half the threads pause in nanosleep, half in pthread_cond_timedwait on a
+ * condvar that runs on CLOCK_MONOTONIC, as HotSpot's and CPython's do (its
+ * deadline is then not on CLOCK_REALTIME). */
 
-static void *oversubscribed_thread(void *unused)
+static pthread_mutex_t pause_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pause_cond;
+
+static void pause_in_condvar(void)
+{
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_nsec += OVERSUBSCRIBED_WAIT_US * 1000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&pause_lock);
+	while (pthread_cond_timedwait(&pause_cond, &pause_lock, &deadline) == 0)
+		;
+	pthread_mutex_unlock(&pause_lock);
+}
+
+static void *oversubscribed_thread(void *arg)
 {
 	const struct timespec wait = { 0, OVERSUBSCRIBED_WAIT_US * 1000L };
+	bool condvar = arg != NULL;
 
 	for (;;) {
 		spin_us(OVERSUBSCRIBED_RUN_US);
-		nanosleep(&wait, NULL);
+		if (condvar)
+			pause_in_condvar();
+		else
+			nanosleep(&wait, NULL);
 	}
-	return unused;
+	return NULL;
 }
 
 static void shape_oversubscribed(int threads)
 {
 	pthread_t *ids = calloc((size_t)threads, sizeof(*ids));
+	pthread_condattr_t attributes;
 
 	if (!ids)
 		exit(1);
+	pthread_condattr_init(&attributes);
+	pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+	pthread_cond_init(&pause_cond, &attributes);
 	for (int i = 0; i < threads; i++)
-		ids[i] = start(oversubscribed_thread, NULL);
+		ids[i] = start(oversubscribed_thread, i % 2 ? &pause_cond : NULL);
 	ready();
 	join_all(ids, threads);
 }
