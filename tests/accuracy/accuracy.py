@@ -298,7 +298,8 @@ def main():
     print(f"accuracy: shim {manifest['shim']}"
           + (f" behind {preload_first}" if preload_first else "")
           + f"; {args.interval:g} s intervals after {args.warmup:g} s warm-up; "
-          f"oversubscribed: {oversubscribed_threads()} threads", flush=True)
+          f"oversubscribed: {oversubscribed_threads()} threads; load average "
+          f"{open('/proc/loadavg').read().split()[0]}", flush=True)
     results = []
     for runtime in runtimes:
         for shape in shapes:
