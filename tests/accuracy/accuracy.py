@@ -19,13 +19,14 @@ The kernel is sampled when each tdstat line arrives, within a millisecond
 or so of its snapshot, and every 0.1 s between (a thread that vanishes
 counts up to its last sample, one that appears from zero); each figure is
 divided by its own span.  A snapshot covers its window up to the commit
-lag (TDSTAT_COMMIT_LAG_NS, 20 ms) before the moment it is taken, so the
-two spans are of the same length, shifted by about that lag: this suite
-does not align them, it uses intervals of at least 2 s on steady shapes,
-where such a shift leaves the average unchanged.  Both spans are printed.
+lag (TDSTAT_COMMIT_LAG_NS in include/tdstat/region.h, milliseconds) before
+the moment it is taken, so the two spans are of the same length, shifted
+by about that lag: this suite does not align them, it uses intervals of
+at least 2 s on steady shapes, where such a shift leaves the average
+unchanged.  Both spans are printed.
 
-Checks: an idle shape has runnable <= 0.1 (tdstat, and the kernel:
-else the shape itself is broken); a busy one
+Checks: an idle shape has tdstat runnable <= 0.1 (and the kernel's
+below 0.5: else the shape itself does not idle); a busy one
 tdstat / kernel within 1 +- 0.10 (measured again once if outside, both
 printed).  Prints one table; exits 0 when every check holds, 1 when one
 fails, 77 (CTest's skip) when a runtime is not built here.  With
@@ -48,6 +49,7 @@ import time
 SHAPES = ("idle", "contention", "pool", "pingpong", "oversubscribed")
 RUNTIMES = ("c", "cxx", "rust", "python", "java")
 IDLE_LIMIT = 0.10
+IDLE_SHAPE_LIMIT = 0.5  # the kernel's runnable of a shape that idles
 RATIO_TOLERANCE = 0.10
 SAMPLE_EVERY_S = 0.1
 SKIP = 77
@@ -142,15 +144,16 @@ class Result:
     @property
     def check(self):
         if self.shape == "idle":
-            return f"both <= {IDLE_LIMIT:.2f}"
+            return f"tdstat <= {IDLE_LIMIT:.2f}"
         return f"ratio 1 +- {RATIO_TOLERANCE:.2f}"
 
     @property
     def holds(self):
-        """An idle shape that the kernel sees running is a broken shape,
-        not a passing one."""
+        """An idle shape that the kernel sees busy is a broken shape, not a
+        passing one.  (A JVM's own threads, woken now and then, are runnable
+        for a few hundredths: the kernel's limit is looser.)"""
         if self.shape == "idle":
-            return self.tdstat <= IDLE_LIMIT and self.kernel <= IDLE_LIMIT
+            return self.tdstat <= IDLE_LIMIT and self.kernel < IDLE_SHAPE_LIMIT
         return abs(self.ratio - 1) <= RATIO_TOLERANCE
 
 
