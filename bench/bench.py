@@ -24,6 +24,13 @@ import sys
 import tempfile
 import time
 
+# tests/accuracy's harness measures the shapes in every runtime; imported
+# without leaving bytecode in the source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests", "accuracy"))
+import accuracy  # noqa: E402
+
 SECTIONS = ("overhead", "instructions", "scaling", "reader", "accuracy", "alternatives")
 LTTNG_WRAPPER = "liblttng-ust-pthread-wrapper.so.1"
 
@@ -59,6 +66,7 @@ class Bench:
     def __init__(self, args):
         self.args = args
         build = os.path.abspath(args.build_dir)
+        self.accuracy_manifest = os.path.join(build, "tests", "accuracy", "manifest.json")
         self.microbench = os.path.join(build, "bench", "microbench")
         self.workload = os.path.join(build, "bench", "bench-workload")
         self.agentbench = os.path.join(build, "bench", "agentbench")
@@ -341,6 +349,30 @@ class Bench:
             self.row("4 accuracy", f"{label}: runnable / running / lwps / idle",
                      f"kernel {fmt(kernel)}", f"tdstat {fmt(ours)}", f"max diff {worst:.2f}",
                      "<= 0.10", self.verdict(worst <= 0.10))
+        self.accuracy_runtimes()
+
+    def accuracy_runtimes(self):
+        """tests/accuracy's shapes in C, C++20, Rust, Python and Java: tdstat's
+        runnable over one interval next to the kernel's schedstat figure
+        (tests/accuracy/README.md)."""
+        if not os.path.exists(self.accuracy_manifest):
+            self.notes.append(f"{self.accuracy_manifest} is missing: no accuracy rows per runtime.")
+            return
+        manifest = accuracy.load_manifest(self.accuracy_manifest)
+        interval, warmup = (0.5, 0.2) if self.args.smoke else (2.0, 0.5)
+        log("4b. accuracy across runtimes: tdstat next to the kernel, same interval")
+        for runtime in ("c",) if self.args.smoke else accuracy.RUNTIMES:
+            missing = manifest["runtimes"][runtime].get("missing")
+            if missing:
+                self.notes.append(f"accuracy: {runtime} not measured: {missing}.")
+                continue
+            for shape in accuracy.SHAPES:
+                r = accuracy.measure(manifest, runtime, shape, interval,
+                                     accuracy.warmup_for(runtime, warmup))
+                ratio = f"ratio {r.ratio:.3f}" if r.kernel > 0 else "ratio -"
+                self.row("4 accuracy", f"{runtime} {shape}: runnable",
+                         f"kernel {r.kernel:.3f}", f"tdstat {r.tdstat:.3f}", ratio, r.check,
+                         self.verdict(r.holds))
 
     # -- 5. alternatives -----------------------------------------------------------
 

@@ -10,7 +10,9 @@ packages=(gcc make cmake pkg-config liburcu-dev libcriterion-dev mandoc
           python3 perl xz-utils zstd coreutils procps
           # tests/reliability: real threaded programs, and the fuzzer
           pigz stress-ng sysbench tar findutils bash
-          clang libclang-rt-14-dev llvm)
+          clang libclang-rt-14-dev llvm
+          # tests/accuracy: the same shapes in C++20, Rust and Java
+          g++ rustc default-jdk-headless)
 if [[ "${1:-}" == "--bench" ]]; then
 	packages+=(hyperfine valgrind linux-perf sysstat)
 fi
