@@ -289,18 +289,26 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 	return woken;
 }
 
-/* The moment from which the thread counts as runnable again: its wake-up
- * (or now, if unknown), less the CPU time it spent inside the call, if
- * measured (work before the sleep: runnable for the kernel too). */
+/*
+ * The moment from which the thread counts as runnable again: its wake-up
+ * (or now, if unknown).  When the CPU time the call spent inside was
+ * measured, the runnable part is at least that much: the CPU time holds
+ * the work before the sleep and the work after the wake-up, which the
+ * time from the wake-up holds already, so the larger of the two is the
+ * closer figure (never counting the work after the wake-up twice).
+ */
 static uint64_t runnable_from(const struct tdshim_wait_scope *scope, uint64_t since)
 {
-	uint64_t woken = wait_woken(scope, since);
+	uint64_t woken = wait_woken(scope, since), now;
 
 	if (!scope->cpu_inside_ns)
 		return woken;
+	now = tdshim_now_ns();
 	if (!woken)
-		woken = tdshim_now_ns();
-	return woken > since + scope->cpu_inside_ns ? woken - scope->cpu_inside_ns : since;
+		woken = now;
+	if (now - woken >= scope->cpu_inside_ns)
+		return woken;
+	return now > since + scope->cpu_inside_ns ? now - scope->cpu_inside_ns : since;
 }
 
 /* Ends the outermost scope: RUNNABLE again, from when the wait was woken. */

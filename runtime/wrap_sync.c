@@ -144,6 +144,16 @@ TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t c
  * thread's CPU clock is read around the call and its CPU time inside
  * counts as runnable: the wake-up is dated back by it.
  */
+/* The clock of pthread_cond_timedwait's deadline: the condvar's own
+ * (pthread_condattr_setclock), which glibc keeps in bit 1 of __wrefs. */
+#define COND_CLOCK_MONOTONIC_BIT 2u
+
+static clockid_t cond_clock(const pthread_cond_t *cond)
+{
+	return (CMM_LOAD_SHARED(cond->__data.__wrefs) & COND_CLOCK_MONOTONIC_BIT) ? CLOCK_MONOTONIC
+										   : CLOCK_REALTIME;
+}
+
 static bool mutex_has_waiters(const pthread_mutex_t *mutex)
 {
 	return CMM_LOAD_SHARED(mutex->__data.__lock) == 2;
@@ -196,7 +206,7 @@ TDSHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *
 	int error = tdshim_real_pthread_cond_timedwait(cond, mutex, abstime);
 	cond_wait_cpu_end(&tdshim_scope_, cpu);
 	if (error == ETIMEDOUT) {
-		tdshim_scope_.deadline_ns = tdshim_deadline_at(CLOCK_REALTIME, abstime);
+		tdshim_scope_.deadline_ns = tdshim_deadline_at(cond_clock(cond), abstime);
 		tdshim_scope_.timed_out = true;
 	}
 	return error;
