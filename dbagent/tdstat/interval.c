@@ -99,6 +99,13 @@ void tdstat_interval_compute(struct tdstat_interval *out, pid_t pid,
 	out->running = average(in.running_ns, in.window_ns);
 	out->idle = average(in.lwps_ns - in.runnable_ns, in.window_ns);
 	out->window_s = (double)in.window_ns / 1e9;
+	out->untracked = -1;
+	/* By kind: the growth of each kind's integral, shared out so the
+	 * kinds sum to idle exactly as the integrals do. */
+	out->has_kinds = to->kinds >= TDSTAT_WAIT_KIND_COUNT && (!from || from->kinds >= TDSTAT_WAIT_KIND_COUNT);
+	for (int k = 0; out->has_kinds && k < TDSTAT_WAIT_KIND_COUNT; k++)
+		out->idle_by[k] = average(growth(from ? from->idle_by_kind_ns[k] : 0, to->idle_by_kind_ns[k]),
+					  in.window_ns);
 }
 
 bool tdstat_same_window(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b)

@@ -56,6 +56,24 @@ struct tdstat_interval {
 	/* What the kernel says of the target when the line is printed:
 	 * TDSTAT_STOPPED_UNKNOWN where the command does not ask (run). */
 	enum { TDSTAT_STOPPED_UNKNOWN, TDSTAT_RUNNING, TDSTAT_STOPPED } stopped;
+	/* The idle average by wait kind (enum tdstat_wait_kind); they sum
+	 * to idle.  has_kinds: the shim reported them. */
+	bool has_kinds;
+	double idle_by[TDSTAT_WAIT_KIND_COUNT];
+	/* Threads the shim counted runnable while the kernel saw them
+	 * asleep, on average; negative: not known (SPEC §6). */
+	double untracked;
+};
+
+/* The kernel's own runnable time of a process: on a CPU plus in the run
+ * queue, summed over its threads (/proc/PID/task/TID/schedstat). */
+struct tdstat_kernel_sample {
+	uint64_t taken_ns;   /* CLOCK_MONOTONIC */
+	size_t count;
+	struct tdstat_kernel_thread {
+		pid_t tid;
+		uint64_t runnable_ns;
+	} *threads;
 };
 
 enum tdstat_format {
@@ -88,6 +106,14 @@ void tdstat_interval_compute(struct tdstat_interval *out, pid_t pid,
 			     const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to);
 /* True when both snapshots belong to the same window. */
 bool tdstat_same_window(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b);
+
+/* kernel.c */
+/* Samples pid's threads; false when /proc does not let us. */
+bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample);
+void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample);
+/* The kernel's runnable average between two samples: threads present in
+ * both count their growth, threads new in `to` all they have. */
+double tdstat_kernel_runnable(const struct tdstat_kernel_sample *from, const struct tdstat_kernel_sample *to);
 
 /* report.c */
 void tdstat_report_header(FILE *out);

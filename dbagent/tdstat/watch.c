@@ -80,13 +80,29 @@ static bool target_stopped(pid_t pid)
 	return state == 'T' || state == 't';
 }
 
+/* The kernel's figures at the previous line, for `untracked`. */
+static struct tdstat_kernel_sample kernel_previous;
+static bool kernel_previous_valid;
+
 static void print_line(const struct tdstat_watch_options *options,
 		       const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to)
 {
 	struct tdstat_interval interval;
+	struct tdstat_kernel_sample kernel;
+	bool kernel_valid = tdstat_kernel_sample(options->pid, &kernel);
 
 	tdstat_interval_compute(&interval, options->pid, from, to);
 	interval.stopped = target_stopped(options->pid) ? TDSTAT_STOPPED : TDSTAT_RUNNING;
+	/* Known over an interval between two lines (the kernel keeps no
+	 * figure since the window's start); a stopped process is asleep for
+	 * the kernel without any wait of its own. */
+	if (from && kernel_valid && kernel_previous_valid && interval.stopped == TDSTAT_RUNNING) {
+		double kernel_runnable = tdstat_kernel_runnable(&kernel_previous, &kernel);
+		interval.untracked = interval.runnable > kernel_runnable ? interval.runnable - kernel_runnable : 0;
+	}
+	tdstat_kernel_sample_free(&kernel_previous);
+	kernel_previous = kernel;
+	kernel_previous_valid = kernel_valid;
 	if (options->format == TDSTAT_FORMAT_JSON)
 		tdstat_report_json(stdout, &interval);
 	else
