@@ -552,9 +552,17 @@ static void sleep_checks(void)
 
 /* ---- poll, select, epoll ---- */
 
+/* low_us < *tv < high_us */
+static long timeval_between(const struct timeval *tv, long low_us, long high_us)
+{
+	long us = tv->tv_sec * 1000000L + tv->tv_usec;
+
+	return us > low_us && us < high_us;
+}
+
 static void poll_checks(void)
 {
-	int ready[2], empty[2], closed;
+	int ready[2], empty[2], closed, stale;
 	struct pollfd p[3];
 	struct timespec zero = { 0, 0 };
 	struct timeval tv;
@@ -598,6 +606,21 @@ static void poll_checks(void)
 	EXPECT_ERRNO("select empty, 10 ms", select(empty[0] + 1, &set, NULL, NULL, &tv), 0, 0);
 	note("select timeout left", "%ld", tv.tv_sec * 1000000L + tv.tv_usec);
 	note("select cleared the set", "%ld", !FD_ISSET(empty[0], &set));
+	/* Linux writes the time left back, also when the call returns at once
+	 * or fails: a little under the 5 s given (the exact value varies). */
+	FD_ZERO(&set);
+	FD_SET(ready[0], &set);
+	tv = (struct timeval){ 5, 0 };
+	EXPECT_ERRNO("select ready, 5 s", select(ready[0] + 1, &set, NULL, NULL, &tv), 1, 0);
+	note("select ready at once: 4.9 s < time left < 5 s", "%ld", timeval_between(&tv, 4900000, 5000000));
+	/* a closed fd below the fd table's size (select ignores those above) */
+	stale = dup(ready[0]);
+	close(stale);
+	FD_ZERO(&set);
+	FD_SET(stale, &set);
+	tv = (struct timeval){ 5, 0 };
+	EXPECT_ERRNO("select closed fd, 5 s", select(stale + 1, &set, NULL, NULL, &tv), -1, EBADF);
+	note("select closed fd: 4.9 s < time left < 5 s", "%ld", timeval_between(&tv, 4900000, 5000000));
 	FD_ZERO(&set);
 	FD_SET(closed, &set);
 	tv = (struct timeval){ 0, 0 };
