@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -817,6 +818,96 @@ static void socket_checks(void)
 	close(fds[0]);
 }
 
+/* ---- reads on small stacks (TDSTAT_TRACK_READS=1 runs these tracked) ---- */
+
+struct short_reads {
+	ssize_t read_result, readv_result;
+	int same_data;
+};
+static char short_file_path[] = "/tmp/conformance-short-XXXXXX";
+static const char short_file_data[] = "a short regular file: reads of it end before the buffer does";
+
+/* A short read of a regular file: the shim's try gets part of it from the
+ * page cache and must finish it without a big buffer of its own. */
+static void read_short_file(struct short_reads *out)
+{
+	static char buffer[512], first[8], second[200];
+	struct iovec parts[2] = { { first, sizeof(first) }, { second, sizeof(second) } };
+	int fd = open(short_file_path, O_RDONLY);
+
+	out->read_result = read(fd, buffer, sizeof(buffer));
+	lseek(fd, 0, SEEK_SET);
+	out->readv_result = readv(fd, parts, 2);
+	close(fd);
+	out->same_data = !memcmp(buffer, short_file_data, sizeof(short_file_data) - 1) &&
+			 !memcmp(first, short_file_data, sizeof(first)) &&
+			 !memcmp(second, short_file_data + sizeof(first), sizeof(short_file_data) - 1 - sizeof(first));
+}
+
+static void *small_stack_reader(void *argument)
+{
+	read_short_file(argument);
+	return NULL;
+}
+
+static struct short_reads on_signal_stack;
+static void read_in_handler(int number)
+{
+	(void)number;
+	read_short_file(&on_signal_stack);
+}
+
+static void print_short_reads(const char *where, const struct short_reads *reads)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "read short file, %s", where);
+	expect_errno(name, reads->read_result, 0, sizeof(short_file_data) - 1, 0);
+	snprintf(name, sizeof(name), "readv short file, %s", where);
+	expect_errno(name, reads->readv_result, 0, sizeof(short_file_data) - 1, 0);
+	snprintf(name, sizeof(name), "short file data, %s", where);
+	note(name, "%ld", reads->same_data);
+}
+
+static void small_stack_checks(void)
+{
+	struct short_reads on_thread = { 0 };
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t stack_size = (SIGSTKSZ + page - 1) / page * page;
+	struct sigaction action = { .sa_handler = read_in_handler, .sa_flags = SA_ONSTACK };
+	pthread_attr_t attr;
+	pthread_t thread;
+	stack_t alternate, previous;
+	char *mapping;
+	int fd = mkstemp(short_file_path);
+
+	if (fd < 0 || write(fd, short_file_data, sizeof(short_file_data) - 1) != (ssize_t)sizeof(short_file_data) - 1)
+		abort();
+	close(fd);
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN);
+	pthread_create(&thread, &attr, small_stack_reader, &on_thread);
+	pthread_join(thread, NULL);
+	pthread_attr_destroy(&attr);
+	print_short_reads("PTHREAD_STACK_MIN thread", &on_thread);
+
+	/* SIGSTKSZ bytes above a guard page: an overflow faults at once */
+	mapping = mmap(NULL, page + stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mapping == MAP_FAILED || mprotect(mapping, page, PROT_NONE))
+		abort();
+	alternate = (stack_t){ .ss_sp = mapping + page, .ss_size = stack_size };
+	sigaltstack(&alternate, &previous);
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGUSR2, &action, NULL);
+	raise(SIGUSR2);
+	signal(SIGUSR2, SIG_DFL);
+	sigaltstack(&previous, NULL);
+	munmap(mapping, page + stack_size);
+	print_short_reads("SIGSTKSZ signal stack", &on_signal_stack);
+	unlink(short_file_path);
+}
+
 /* ---- concurrency level ---- */
 
 static void concurrency_checks(void)
@@ -853,6 +944,7 @@ int main(void)
 	signal_checks();
 	wait_checks();
 	socket_checks();
+	small_stack_checks();
 	concurrency_checks();
 	printf("summary: %d checks, %d differ from the expectation\n", checks, mismatches);
 	return 0;
