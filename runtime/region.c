@@ -335,7 +335,6 @@ static void initialise_once(bool caller_is_main)
 	fill_header();
 	tdshim_track_reads = flag_from_environment("TDSTAT_TRACK_READS");
 	tdshim_timer_slack_ns = timer_slack();
-	tdshim_thread_key_init();
 	tdshim_probe_semaphore_layout();
 	tdshim_probe_rwlock_layout();
 	pthread_atfork(NULL, NULL, after_fork_in_child);

@@ -171,7 +171,6 @@ static inline void tdshim_testcancel(void)
 
 /* Thread lifecycle (runtime/thread.c). */
 void tdshim_thread_adopt(void);
-void tdshim_thread_key_init(void);
 pid_t tdshim_fetch_tid(void);
 
 /* The caller's tid, fetched once per thread (and again in a fork child). */

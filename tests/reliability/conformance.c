@@ -908,6 +908,21 @@ static void small_stack_checks(void)
 	unlink(short_file_path);
 }
 
+/* ---- thread keys: the program may have all PTHREAD_KEYS_MAX ---- */
+
+static void key_checks(void)
+{
+	static pthread_key_t keys[PTHREAD_KEYS_MAX + 1];
+	int created = 0, error = 0;
+
+	while (created < PTHREAD_KEYS_MAX + 1 && (error = pthread_key_create(&keys[created], NULL)) == 0)
+		created++;
+	note("pthread_key_create: keys created before it failed", "%ld", created);
+	expect_error("pthread_key_create past the last key", error, EAGAIN);
+	while (created > 0)
+		pthread_key_delete(keys[--created]);
+}
+
 /* ---- concurrency level ---- */
 
 static void concurrency_checks(void)
@@ -945,6 +960,7 @@ int main(void)
 	wait_checks();
 	socket_checks();
 	small_stack_checks();
+	key_checks();
 	concurrency_checks();
 	printf("summary: %d checks, %d differ from the expectation\n", checks, mismatches);
 	return 0;
