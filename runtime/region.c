@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 
 #include "shim.h"
@@ -17,7 +18,7 @@
 TDSHIM_EXPORT struct tdstat_region tdstat_region __attribute__((aligned(64)));
 
 __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
-int tdshim_initialised;
+struct tdshim_process_page tdshim_process __attribute__((aligned(TDSHIM_PROCESS_PAGE_SIZE)));
 bool tdshim_track_reads;
 uint64_t tdshim_timer_slack_ns = 50000;
 
@@ -289,6 +290,37 @@ static void resolve_real_functions(void)
 #undef TDSHIM_REAL_FUNCTION
 }
 
+/*
+ * How a child finds out that it is a new process when no atfork handler
+ * ran (_Fork, a raw clone system call): tdshim_process is a page of its
+ * own, marked MADV_WIPEONFORK, which the kernel hands to the child of any
+ * fork that copies the address space zeroed.  The child's first wrapper
+ * finds `initialised` zero and starts the child's region, at no cost to
+ * any call (the wrappers test that flag anyway).  vfork and CLONE_VM
+ * children share the parent's memory and, rightly, see nothing.  Without
+ * the advice (kernels before 4.14) only fork() is detected.
+ */
+static bool wipe_on_fork_active;
+
+static void mark_process_page_wipe_on_fork(void)
+{
+	void *page = &tdshim_process;
+	int saved_errno = errno;
+
+	if (sysconf(_SC_PAGESIZE) != TDSHIM_PROCESS_PAGE_SIZE)
+		return;
+	wipe_on_fork_active = madvise(page, TDSHIM_PROCESS_PAGE_SIZE, MADV_WIPEONFORK) == 0;
+	/* The advice needs anonymous memory; the page may be file-backed
+	 * (the tail of .data).  It holds nothing yet: replace it. */
+	if (!wipe_on_fork_active &&
+	    mmap(page, TDSHIM_PROCESS_PAGE_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == page)
+		wipe_on_fork_active = madvise(page, TDSHIM_PROCESS_PAGE_SIZE, MADV_WIPEONFORK) == 0;
+	errno = saved_errno;
+}
+
+/* The one reset for a new process, from the atfork child handler or from
+ * the first wrapper a child runs: the forking thread is the only one. */
 static void after_fork_in_child(void)
 {
 	struct tdstat_region_header *header = &tdstat_region.header;
@@ -307,6 +339,34 @@ static void after_fork_in_child(void)
 	tdshim_self.exited = false;
 	tdshim_self.tid = 0;
 	tdshim_thread_adopt();
+	CMM_STORE_SHARED(tdshim_process.initialised, 1);
+}
+
+/* Once per child, whichever comes first: the atfork handler or a wrapper
+ * (another library's atfork handler may run one before ours).  A signal
+ * handler that interrupts the reset proceeds without it, as during
+ * initialisation. */
+static void start_forked_process(void)
+{
+	if (initialising)
+		return;
+	if (uatomic_cmpxchg(&tdshim_process.resetting, 0, 1) != 0) {
+		while (!CMM_LOAD_SHARED(tdshim_process.initialised))
+			caa_cpu_relax();
+		return;
+	}
+	initialising = true;
+	after_fork_in_child();
+	initialising = false;
+}
+
+static void atfork_child(void)
+{
+	/* Without the wiped page nothing else tells the child apart. */
+	if (!wipe_on_fork_active)
+		CMM_STORE_SHARED(tdshim_process.resetting, 0);
+	if (!wipe_on_fork_active || !CMM_LOAD_SHARED(tdshim_process.initialised))
+		start_forked_process();
 }
 
 /*
@@ -337,19 +397,26 @@ static void initialise_once(bool caller_is_main)
 	tdshim_timer_slack_ns = timer_slack();
 	tdshim_probe_semaphore_layout();
 	tdshim_probe_rwlock_layout();
-	pthread_atfork(NULL, NULL, after_fork_in_child);
+	pthread_atfork(NULL, NULL, atfork_child);
+	mark_process_page_wipe_on_fork();
 	if (caller_is_main)
 		tdshim_thread_adopt();
 	start_window(flag_from_environment("TDSTAT_ENABLE"));
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(tdstat_region.header.magic, TDSTAT_REGION_MAGIC);
-	CMM_STORE_SHARED(tdshim_initialised, 1);
+	CMM_STORE_SHARED(tdshim_process.initialised, 1);
 	CMM_STORE_SHARED(init_state, INIT_DONE);
 	initialising = false;
 }
 
 void tdshim_init(void)
 {
+	/* Initialised, yet the flag reads zero: a child whose fork ran no
+	 * atfork handler. */
+	if (CMM_LOAD_SHARED(init_state) == INIT_DONE) {
+		start_forked_process();
+		return;
+	}
 	initialise_once(false);
 }
 

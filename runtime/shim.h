@@ -72,15 +72,24 @@ int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout
 		const sigset_t *mask, size_t fds_size);
 
 /* Ensures the shim is initialised: real functions resolved, the main
- * thread tracked.  Cheap after the first call. */
+ * thread tracked.  Cheap after the first call.  In the child of a fork
+ * that ran no atfork handler (_Fork, a raw clone) it starts the child's
+ * region instead: the flag lives alone in a page that the kernel wipes in
+ * such a child (runtime/region.c). */
 void tdshim_init(void);
-extern int tdshim_initialised;
+#define TDSHIM_PROCESS_PAGE_SIZE 4096
+struct tdshim_process_page {
+	int initialised; /* in this process */
+	int resetting;   /* a forked child's reset has begun */
+	char unused[TDSHIM_PROCESS_PAGE_SIZE - 2 * sizeof(int)];
+};
+extern struct tdshim_process_page tdshim_process;
 
 /* TDSTAT_TRACK_READS=1: read/readv take part (see runtime/wrap_read.c). */
 extern bool tdshim_track_reads;
 static inline void tdshim_ensure_init(void)
 {
-	if (caa_unlikely(!CMM_LOAD_SHARED(tdshim_initialised)))
+	if (caa_unlikely(!CMM_LOAD_SHARED(tdshim_process.initialised)))
 		tdshim_init();
 }
 

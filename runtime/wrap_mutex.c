@@ -31,6 +31,7 @@ __attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mut
 {
 	int *word = &mutex->__data.__lock;
 
+	tdshim_ensure_init();
 	/* 2 marks the lock contended, so the unlocker will wake someone.  A
 	 * word already at 2 has waiters: queue behind them without another
 	 * exchange on the contended line (as glibc does). */
