@@ -16,6 +16,10 @@
  * detail's four: 384 bytes, so 32,768 threads touch 12 MiB).
  * The header is filled by tdshim_init(), magic last. */
 TDSHIM_EXPORT struct tdstat_region tdstat_region __attribute__((aligned(64)));
+/* This copy's own region, whatever the exported name is bound to: a
+ * hidden alias always binds to this object. */
+extern struct tdstat_region tdshim_own_region __attribute__((alias("tdstat_region"), visibility("hidden")));
+bool tdshim_standing_down;
 
 __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
 struct tdshim_process_page tdshim_process __attribute__((aligned(TDSHIM_PROCESS_PAGE_SIZE)));
@@ -370,6 +374,28 @@ static void atfork_child(void)
 }
 
 /*
+ * Two copies of the shim preloaded (two files): the dynamic linker binds
+ * the name tdstat_region, in both copies' code outside this file, to the
+ * first copy's, and the first copy's wrappers forward to the second's.
+ * The second copy stands down: it claims no record, writes no region,
+ * registers nothing, and its wrappers pass every call on (their tries
+ * change nothing the program sees).  Its own region stays without its
+ * magic, so no reader takes it for the process's.
+ */
+static bool another_copy_owns_region(void)
+{
+	void *first = dlsym(RTLD_DEFAULT, TDSTAT_REGION_SYMBOL);
+
+	return first && first != (void *)&tdshim_own_region;
+}
+
+static void stand_down(void)
+{
+	tdshim_standing_down = true;
+	tdshim_inline_mutex_kind = TDSHIM_MUTEX_KIND_NEVER_INLINE;
+}
+
+/*
  * Called from the constructor and, lazily, from any wrapper that runs
  * before it (another library's constructor may create threads or wait
  * first).  Allocates nothing.  A thread that re-enters while it is
@@ -392,6 +418,10 @@ static void initialise_once(bool caller_is_main)
 	}
 	initialising = true;
 	resolve_real_functions();
+	if (another_copy_owns_region()) {
+		stand_down();
+		goto done;
+	}
 	fill_header();
 	tdshim_track_reads = flag_from_environment("TDSTAT_TRACK_READS");
 	tdshim_timer_slack_ns = timer_slack();
@@ -404,6 +434,7 @@ static void initialise_once(bool caller_is_main)
 	start_window(flag_from_environment("TDSTAT_ENABLE"));
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(tdstat_region.header.magic, TDSTAT_REGION_MAGIC);
+done:
 	CMM_STORE_SHARED(tdshim_process.initialised, 1);
 	CMM_STORE_SHARED(init_state, INIT_DONE);
 	initialising = false;
@@ -434,5 +465,7 @@ __attribute__((constructor)) static void tdshim_constructor(void)
  * last reader sees it until then.) */
 __attribute__((destructor)) static void tdshim_destructor(void)
 {
+	if (tdshim_standing_down)
+		return;
 	CMM_STORE_SHARED(tdstat_region.header.status.exit_ns, tdshim_now_ns());
 }

@@ -87,6 +87,15 @@ extern struct tdshim_process_page tdshim_process;
 
 /* TDSTAT_TRACK_READS=1: read/readv take part (see runtime/wrap_read.c). */
 extern bool tdshim_track_reads;
+
+/* Another copy of the shim, loaded first, owns the region: this one only
+ * forwards (runtime/region.c). */
+extern bool tdshim_standing_down;
+
+/* The mutex __kind that pthread_mutex_lock takes inline (the default
+ * mutex), or one no mutex has: set once at init (runtime/wrap_mutex.c). */
+#define TDSHIM_MUTEX_KIND_NEVER_INLINE (-1)
+extern int tdshim_inline_mutex_kind;
 static inline void tdshim_ensure_init(void)
 {
 	if (caa_unlikely(!CMM_LOAD_SHARED(tdshim_process.initialised)))

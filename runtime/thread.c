@@ -130,6 +130,11 @@ static struct tdstat_record *claim_runnable_record(pid_t tid)
 
 void tdshim_thread_adopt(void)
 {
+	/* Never tracked here: later waits skip adoption at once. */
+	if (caa_unlikely(tdshim_standing_down)) {
+		tdshim_self.exited = true;
+		return;
+	}
 	begin_tracking(claim_runnable_record(tdshim_cached_tid()));
 	register_exit_hook(true);
 }
@@ -157,6 +162,8 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	int error;
 
 	TDSHIM_REQUIRE_PTHREAD(pthread_create);
+	if (caa_unlikely(tdshim_standing_down))
+		return tdshim_real_pthread_create(thread, attr, start_routine, argument);
 	record = claim_runnable_record(0);
 	if (record) {
 		launch = &launches[record - tdstat_region.records];

@@ -47,9 +47,14 @@ __attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mut
 	return 0;
 }
 
+/* PTHREAD_MUTEX_TIMED_NP, unless init found that glibc or someone else
+ * must see every lock (then TDSHIM_MUTEX_KIND_NEVER_INLINE): one load
+ * either way, and one compare, as before. */
+int tdshim_inline_mutex_kind = PTHREAD_MUTEX_TIMED_NP;
+
 static bool is_default_mutex(const pthread_mutex_t *mutex)
 {
-	return CMM_LOAD_SHARED(mutex->__data.__kind) == PTHREAD_MUTEX_TIMED_NP;
+	return CMM_LOAD_SHARED(mutex->__data.__kind) == CMM_LOAD_SHARED(tdshim_inline_mutex_kind);
 }
 
 /* glibc's mark of a robust mutex whose owner died without making it
