@@ -8,6 +8,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/drd.h>
+#include <valgrind/helgrind.h>
+#include <valgrind/valgrind.h>
+#define TDSHIM_HAVE_VALGRIND_H 1
+#endif
+#endif
 
 #include "shim.h"
 
@@ -396,6 +404,59 @@ static void stand_down(void)
 }
 
 /*
+ * Another interposer of the pthread calls: valgrind's helgrind and drd
+ * (which redirect libc's functions in place, so only a client request
+ * tells), or a library loaded after the shim that defines them (a
+ * sanitizer runtime, a tracer).  Such a tool must see every lock, so the
+ * inline paths (default mutex, rwlock read lock, semaphore take) are
+ * turned off, once, here: the wrappers then try and call the next
+ * definition, as for any other mutex.
+ */
+static bool is_libc(const char *path)
+{
+	const char *name = strrchr(path, '/');
+
+	name = name ? name + 1 : path;
+	return !strncmp(name, "libc.so", 7) || !strncmp(name, "libc-", 5) ||
+	       !strncmp(name, "libpthread.so", 13) || !strncmp(name, "libpthread-", 11);
+}
+
+/* The shim's own lock-free state (records handed from an exiting thread
+ * to a creator through the slot stack, the launch pads) is synchronised
+ * by atomics that helgrind and drd do not follow: they would report it
+ * as the program's races. */
+void tdshim_hide_from_race_detectors(const void *start, size_t size)
+{
+#ifdef TDSHIM_HAVE_VALGRIND_H
+	VALGRIND_HG_DISABLE_CHECKING(start, size);
+	VALGRIND_DO_CLIENT_REQUEST_STMT(VG_USERREQ__DRD_START_SUPPRESSION, start, size, 0, 0, 0);
+#else
+	(void)start;
+	(void)size;
+#endif
+}
+
+static bool another_interposer_present(void)
+{
+	static const char *const watched[] = { "pthread_mutex_lock", "pthread_mutex_trylock",
+					       "pthread_mutex_unlock", "pthread_rwlock_rdlock",
+					       "pthread_rwlock_unlock", "sem_wait", "sem_post" };
+
+#ifdef TDSHIM_HAVE_VALGRIND_H
+	if (RUNNING_ON_VALGRIND)
+		return true;
+#endif
+	for (size_t i = 0; i < sizeof(watched) / sizeof(watched[0]); i++) {
+		void *next = dlsym(RTLD_NEXT, watched[i]);
+		Dl_info where;
+
+		if (next && dladdr(next, &where) && where.dli_fname && !is_libc(where.dli_fname))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Called from the constructor and, lazily, from any wrapper that runs
  * before it (another library's constructor may create threads or wait
  * first).  Allocates nothing.  A thread that re-enters while it is
@@ -427,6 +488,13 @@ static void initialise_once(bool caller_is_main)
 	tdshim_timer_slack_ns = timer_slack();
 	tdshim_probe_semaphore_layout();
 	tdshim_probe_rwlock_layout();
+	if (another_interposer_present()) {
+		tdshim_inline_mutex_kind = TDSHIM_MUTEX_KIND_NEVER_INLINE;
+		tdshim_sync_pass_through();
+		tdshim_hide_from_race_detectors(&tdshim_own_region, sizeof(tdshim_own_region));
+		tdshim_slots_hide_from_race_detectors();
+		tdshim_thread_hide_from_race_detectors();
+	}
 	pthread_atfork(NULL, NULL, atfork_child);
 	mark_process_page_wipe_on_fork();
 	if (caller_is_main)

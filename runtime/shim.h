@@ -170,6 +170,13 @@ void tdshim_slots_reset_after_fork(void);
  * (runtime/wrap_sync.c). */
 void tdshim_probe_semaphore_layout(void);
 void tdshim_probe_rwlock_layout(void);
+/* Another interposer must see every rwlock and semaphore call: no inline
+ * read lock or take from here on. */
+void tdshim_sync_pass_through(void);
+/* ... and must not see the shim's own lock-free state as the program's. */
+void tdshim_hide_from_race_detectors(const void *start, size_t size);
+void tdshim_slots_hide_from_race_detectors(void);
+void tdshim_thread_hide_from_race_detectors(void);
 
 /*
  * pthread_testcancel, for wrappers whose non-waiting path must act on a

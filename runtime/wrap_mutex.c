@@ -68,11 +68,19 @@ static bool is_default_mutex(const pthread_mutex_t *mutex)
  * latter must not be tried: glibc 2.36's trylock answers ENOTRECOVERABLE
  * but leaves the lock word taken, so every later call would see EBUSY.
  */
+/* glibc's robust bit in __kind (PTHREAD_MUTEX_ROBUST_NORMAL_NP) */
+#define KIND_ROBUST 16
+
+/* __owner is read only for the kinds where it can tell: another thread's
+ * lock writes it, a race to a race detector watching the program. */
 static bool fails_without_waiting(const pthread_mutex_t *mutex)
 {
-	int type = CMM_LOAD_SHARED(mutex->__data.__kind) & 3;
-	int owner = CMM_LOAD_SHARED(mutex->__data.__owner);
+	int kind = CMM_LOAD_SHARED(mutex->__data.__kind);
+	int type = kind & 3;
 
+	if (!(kind & KIND_ROBUST) && type != PTHREAD_MUTEX_ERRORCHECK_NP)
+		return false;
+	int owner = CMM_LOAD_SHARED(mutex->__data.__owner);
 	return owner == OWNER_NOT_RECOVERABLE ||
 	       (type == PTHREAD_MUTEX_ERRORCHECK_NP && owner == tdshim_cached_tid());
 }
