@@ -488,6 +488,7 @@ static void initialise_once(bool caller_is_main)
 	tdshim_timer_slack_ns = timer_slack();
 	tdshim_probe_semaphore_layout();
 	tdshim_probe_rwlock_layout();
+	tdshim_probe_mutex_elision();
 	if (another_interposer_present()) {
 		tdshim_inline_mutex_kind = TDSHIM_MUTEX_KIND_NEVER_INLINE;
 		tdshim_sync_pass_through();

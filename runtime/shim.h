@@ -96,6 +96,8 @@ extern bool tdshim_standing_down;
  * mutex), or one no mutex has: set once at init (runtime/wrap_mutex.c). */
 #define TDSHIM_MUTEX_KIND_NEVER_INLINE (-1)
 extern int tdshim_inline_mutex_kind;
+/* Lock elision on: default mutexes are not taken inline. */
+void tdshim_probe_mutex_elision(void);
 static inline void tdshim_ensure_init(void)
 {
 	if (caa_unlikely(!CMM_LOAD_SHARED(tdshim_process.initialised)))

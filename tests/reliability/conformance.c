@@ -254,6 +254,30 @@ static void robust_checks(const char *label, int protocol)
 #undef N
 }
 
+/*
+ * A default mutex locked, handed through a condvar wait, unlocked and
+ * destroyed.  With lock elision on (GLIBC_TUNABLES=glibc.elision.enable=1
+ * on a CPU with RTM) glibc turns it into an elided mutex at its first
+ * lock, which leaves __nusers alone: a lock taken behind glibc's back
+ * would leave a user counted and destroy would say EBUSY.  The kind and
+ * the user count after the lock show whose lock it was.
+ */
+static void default_mutex_checks(void)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	struct timespec past = from_now(CLOCK_REALTIME, -1000);
+
+	expect_error("default mutex: lock", pthread_mutex_lock(&m), 0);
+	note("default mutex: glibc elides it (elision flag in __kind)", "%ld", (m.__data.__kind & 256) != 0);
+	note("default mutex: __nusers after lock", "%ld", m.__data.__nusers);
+	expect_error("default mutex: cond timedwait past", pthread_cond_timedwait(&c, &m, &past), ETIMEDOUT);
+	expect_error("default mutex: unlock", pthread_mutex_unlock(&m), 0);
+	note("default mutex: __nusers after unlock", "%ld", m.__data.__nusers);
+	expect_error("default mutex: destroy", pthread_mutex_destroy(&m), 0);
+	pthread_cond_destroy(&c);
+}
+
 /* ---- rwlocks ---- */
 
 static void rwlock_checks(const char *label, int kind)
@@ -946,6 +970,7 @@ int main(void)
 	mutex_checks("pi-normal", PTHREAD_MUTEX_NORMAL, PTHREAD_PRIO_INHERIT);
 	mutex_checks("pi-errorcheck", PTHREAD_MUTEX_ERRORCHECK, PTHREAD_PRIO_INHERIT);
 	mutex_checks("pi-recursive", PTHREAD_MUTEX_RECURSIVE, PTHREAD_PRIO_INHERIT);
+	default_mutex_checks();
 	robust_checks("plain", PTHREAD_PRIO_NONE);
 	robust_checks("pi", PTHREAD_PRIO_INHERIT);
 	rwlock_checks("prefer-reader", PTHREAD_RWLOCK_PREFER_READER_NP);
