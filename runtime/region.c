@@ -408,9 +408,9 @@ static void stand_down(void)
  * (which redirect libc's functions in place, so only a client request
  * tells), or a library loaded after the shim that defines them (a
  * sanitizer runtime, a tracer).  Such a tool must see every lock, so the
- * inline paths (default mutex, rwlock read lock, semaphore take) are
- * turned off, once, here: the wrappers then try and call the next
- * definition, as for any other mutex.
+ * inline paths (default mutex lock and unlock, rwlock read lock and
+ * unlock, semaphore take and post) are turned off, once, here: the
+ * wrappers then try and call the next definition, as for any other mutex.
  */
 static bool is_libc(const char *path)
 {
