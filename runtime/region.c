@@ -422,9 +422,10 @@ static bool is_libc(const char *path)
 }
 
 /* The shim's own lock-free state (records handed from an exiting thread
- * to a creator through the slot stack, the launch pads) is synchronised
- * by atomics that helgrind and drd do not follow: they would report it
- * as the program's races. */
+ * to a creator through the slot stack, the launch pads, the wake-up
+ * stamps, the flags pthread_cancel sets) is synchronised by atomics that
+ * helgrind and drd do not follow: they would report it as the program's
+ * races. */
 void tdshim_hide_from_race_detectors(const void *start, size_t size)
 {
 #ifdef TDSHIM_HAVE_VALGRIND_H
@@ -493,8 +494,11 @@ static void initialise_once(bool caller_is_main)
 		tdshim_inline_mutex_kind = TDSHIM_MUTEX_KIND_NEVER_INLINE;
 		tdshim_sync_pass_through();
 		tdshim_hide_from_race_detectors(&tdshim_own_region, sizeof(tdshim_own_region));
+		tdshim_hide_from_race_detectors(&tdshim_cancel_requested, sizeof(tdshim_cancel_requested));
+		tdshim_hide_from_race_detectors(&tdshim_sem_wait_inline, sizeof(tdshim_sem_wait_inline));
 		tdshim_slots_hide_from_race_detectors();
 		tdshim_thread_hide_from_race_detectors();
+		tdshim_wake_hide_from_race_detectors();
 	}
 	pthread_atfork(NULL, NULL, atfork_child);
 	mark_process_page_wipe_on_fork();

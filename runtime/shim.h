@@ -179,6 +179,7 @@ void tdshim_sync_pass_through(void);
 void tdshim_hide_from_race_detectors(const void *start, size_t size);
 void tdshim_slots_hide_from_race_detectors(void);
 void tdshim_thread_hide_from_race_detectors(void);
+void tdshim_wake_hide_from_race_detectors(void);
 
 /*
  * pthread_testcancel, for wrappers whose non-waiting path must act on a

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * race_free: two threads share counters under a default mutex, an rwlock
- * (read and write) and a semaphore, and nothing else.  A race detector
- * (valgrind's helgrind) must find nothing, with the shim preloaded
- * as without it: the shim must let such a tool see every lock and join.
+ * (read and write) and a semaphore, and nothing else; then a thread
+ * waiting in sem_wait is cancelled.  A race detector (valgrind's
+ * helgrind) must find nothing, with the shim preloaded as without it: the
+ * shim must let such a tool see every lock and join, and keep its own
+ * state out of its sight.
  */
 #include <pthread.h>
 #include <semaphore.h>
@@ -38,15 +40,27 @@ static void *work(void *argument)
 	return (void *)seen;
 }
 
+static sem_t never_posted;
+
+static void *waits_forever(void *argument)
+{
+	sem_wait(&never_posted);
+	return argument;
+}
+
 int main(void)
 {
-	pthread_t threads[2];
+	pthread_t threads[2], waiter;
 
 	sem_init(&semaphore, 0, 1);
 	for (int i = 0; i < 2; i++)
 		pthread_create(&threads[i], NULL, work, NULL);
 	for (int i = 0; i < 2; i++)
 		pthread_join(threads[i], NULL);
+	sem_init(&never_posted, 0, 0);
+	pthread_create(&waiter, NULL, waits_forever, NULL);
+	pthread_cancel(waiter);
+	pthread_join(waiter, NULL);
 	printf("%ld %ld %ld\n", under_mutex, under_rwlock, under_semaphore);
 	return under_mutex == 2 * ROUNDS && under_rwlock == 2 * ROUNDS && under_semaphore == 2 * ROUNDS ? 0 : 1;
 }
