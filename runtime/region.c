@@ -437,16 +437,23 @@ void tdshim_hide_from_race_detectors(const void *start, size_t size)
 #endif
 }
 
+static bool running_on_valgrind(void)
+{
+#ifdef TDSHIM_HAVE_VALGRIND_H
+	return RUNNING_ON_VALGRIND;
+#else
+	return false;
+#endif
+}
+
 static bool another_interposer_present(void)
 {
 	static const char *const watched[] = { "pthread_mutex_lock", "pthread_mutex_trylock",
 					       "pthread_mutex_unlock", "pthread_rwlock_rdlock",
 					       "pthread_rwlock_unlock", "sem_wait", "sem_post" };
 
-#ifdef TDSHIM_HAVE_VALGRIND_H
-	if (RUNNING_ON_VALGRIND)
+	if (running_on_valgrind())
 		return true;
-#endif
 	for (size_t i = 0; i < sizeof(watched) / sizeof(watched[0]); i++) {
 		void *next = dlsym(RTLD_NEXT, watched[i]);
 		Dl_info where;
@@ -492,7 +499,7 @@ static void initialise_once(bool caller_is_main)
 	tdshim_probe_mutex_elision();
 	if (another_interposer_present()) {
 		tdshim_inline_mutex_kind = TDSHIM_MUTEX_KIND_NEVER_INLINE;
-		tdshim_sync_pass_through();
+		tdshim_sync_pass_through(running_on_valgrind());
 		tdshim_hide_from_race_detectors(&tdshim_own_region, sizeof(tdshim_own_region));
 		tdshim_hide_from_race_detectors(&tdshim_cancel_requested, sizeof(tdshim_cancel_requested));
 		tdshim_hide_from_race_detectors(&tdshim_sem_wait_inline, sizeof(tdshim_sem_wait_inline));

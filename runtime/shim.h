@@ -173,8 +173,10 @@ void tdshim_slots_reset_after_fork(void);
 void tdshim_probe_semaphore_layout(void);
 void tdshim_probe_rwlock_layout(void);
 /* Another interposer must see every rwlock and semaphore call: no inline
- * read lock or take from here on. */
-void tdshim_sync_pass_through(void);
+ * read lock or take from here on; with `helgrind_may_watch` (valgrind:
+ * helgrind does not intercept sem_trywait and pthread_tryjoin_np),
+ * sem_wait and pthread_join run for real. */
+void tdshim_sync_pass_through(bool helgrind_may_watch);
 /* ... and must not see the shim's own lock-free state as the program's. */
 void tdshim_hide_from_race_detectors(const void *start, size_t size);
 void tdshim_slots_hide_from_race_detectors(void);

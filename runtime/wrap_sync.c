@@ -25,7 +25,7 @@
 #define RWLOCK_READER_OVERFLOW (1u << 31)
 
 static bool rwlock_layout_known;
-static bool pass_through;
+static bool tries_unseen; /* see tdshim_sync_pass_through */
 
 void tdshim_probe_rwlock_layout(void)
 {
@@ -262,7 +262,7 @@ static int join_passed_through(pthread_t thread, void **result)
 
 TDSHIM_EXPORT int pthread_join(pthread_t thread, void **result)
 {
-	if (caa_unlikely(CMM_LOAD_SHARED(pass_through)))
+	if (caa_unlikely(CMM_LOAD_SHARED(tries_unseen)))
 		return join_passed_through(thread, result);
 	int error = pthread_tryjoin_np(thread, result);
 
@@ -341,14 +341,14 @@ void tdshim_probe_semaphore_layout(void)
 }
 
 /* With another interposer present (runtime/region.c) no lock is taken
- * inline, and the calls whose try such a tool does not see (helgrind
+ * inline; under valgrind the calls whose try helgrind does not see (it
  * intercepts sem_wait and pthread_join, not sem_trywait and
- * pthread_tryjoin_np) run for real. */
-void tdshim_sync_pass_through(void)
+ * pthread_tryjoin_np; the sanitizers intercept both) run for real. */
+void tdshim_sync_pass_through(bool helgrind_may_watch)
 {
 	rwlock_layout_known = false;
 	semaphore_layout_known = false;
-	pass_through = true;
+	tries_unseen = helgrind_may_watch;
 	tdshim_sem_wait_inline = 0;
 }
 
@@ -406,7 +406,7 @@ __attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, const void 
 {
 	int result;
 
-	if (caa_unlikely(CMM_LOAD_SHARED(pass_through)))
+	if (caa_unlikely(CMM_LOAD_SHARED(tries_unseen)))
 		return sem_wait_passed_through(semaphore, site);
 	if (!sem_would_wait(semaphore, &result, true))
 		return result;
