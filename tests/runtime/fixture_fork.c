@@ -30,11 +30,25 @@ static sem_t hold, child_gate;
 static bool gathering;
 static uint64_t before_fork_ns;
 
+static pid_t waiter_tids[3];
+
 static void *waits(void *arg)
 {
-	(void)arg;
+	__atomic_store_n(&waiter_tids[(intptr_t)arg], fx_gettid(), __ATOMIC_SEQ_CST);
 	sem_wait(&hold);
 	return NULL;
+}
+
+/* The fork comes once the waiters sleep: a thread still starting may hold
+ * a lock (a sanitizer's allocator) that the child would then never get. */
+static void wait_until_asleep(int count)
+{
+	for (int i = 0; i < count; i++) {
+		while (!__atomic_load_n(&waiter_tids[i], __ATOMIC_SEQ_CST))
+			sched_yield();
+		if (!fx_wait_state(waiter_tids[i], TDSTAT_STATE_BLOCKED))
+			fx_die("waiter %d never blocked", i);
+	}
 }
 
 static void *child_thread(void *arg)
@@ -131,8 +145,9 @@ int main(int argc, char **argv)
 		fx_enable();
 	sem_init(&hold, 0, 0);
 	nwaiters = !strcmp(argv[2], "main") || !strcmp(argv[2], "thread") ? 1 : 3;
-	for (int i = 0; i < nwaiters; i++)
-		pthread_create(&waiters[i], NULL, waits, NULL);
+	for (intptr_t i = 0; i < nwaiters; i++)
+		pthread_create(&waiters[i], NULL, waits, (void *)i);
+	wait_until_asleep(nwaiters);
 	if (!strcmp(argv[2], "thread")) {
 		pthread_create(&forker, NULL, forks, NULL);
 		pthread_join(forker, NULL);
