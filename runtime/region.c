@@ -6,7 +6,16 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/drd.h>
+#include <valgrind/helgrind.h>
+#include <valgrind/valgrind.h>
+#define TDSHIM_HAVE_VALGRIND_H 1
+#endif
+#endif
 
 #include "shim.h"
 
@@ -15,9 +24,13 @@
  * detail's four: 384 bytes, so 32,768 threads touch 12 MiB).
  * The header is filled by tdshim_init(), magic last. */
 TDSHIM_EXPORT struct tdstat_region tdstat_region __attribute__((aligned(64)));
+/* This copy's own region, whatever the exported name is bound to: a
+ * hidden alias always binds to this object. */
+extern struct tdstat_region tdshim_own_region __attribute__((alias("tdstat_region"), visibility("hidden")));
+bool tdshim_standing_down;
 
 __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
-int tdshim_initialised;
+struct tdshim_process_page tdshim_process __attribute__((aligned(TDSHIM_PROCESS_PAGE_SIZE)));
 bool tdshim_track_reads;
 uint64_t tdshim_timer_slack_ns = 50000;
 
@@ -282,6 +295,37 @@ static void resolve_real_functions(void)
 #undef TDSHIM_REAL_FUNCTION
 }
 
+/*
+ * How a child finds out that it is a new process when no atfork handler
+ * ran (_Fork, a raw clone system call): tdshim_process is a page of its
+ * own, marked MADV_WIPEONFORK, which the kernel hands to the child of any
+ * fork that copies the address space zeroed.  The child's first wrapper
+ * finds `initialised` zero and starts the child's region, at no cost to
+ * any call (the wrappers test that flag anyway).  vfork and CLONE_VM
+ * children share the parent's memory and, rightly, see nothing.  Without
+ * the advice (kernels before 4.14) only fork() is detected.
+ */
+static bool wipe_on_fork_active;
+
+static void mark_process_page_wipe_on_fork(void)
+{
+	void *page = &tdshim_process;
+	int saved_errno = errno;
+
+	if (sysconf(_SC_PAGESIZE) != TDSHIM_PROCESS_PAGE_SIZE)
+		return;
+	wipe_on_fork_active = madvise(page, TDSHIM_PROCESS_PAGE_SIZE, MADV_WIPEONFORK) == 0;
+	/* The advice needs anonymous memory; the page may be file-backed
+	 * (the tail of .data).  It holds nothing yet: replace it. */
+	if (!wipe_on_fork_active &&
+	    mmap(page, TDSHIM_PROCESS_PAGE_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == page)
+		wipe_on_fork_active = madvise(page, TDSHIM_PROCESS_PAGE_SIZE, MADV_WIPEONFORK) == 0;
+	errno = saved_errno;
+}
+
+/* The one reset for a new process, from the atfork child handler or from
+ * the first wrapper a child runs: the forking thread is the only one. */
 static void after_fork_in_child(void)
 {
 	struct tdstat_region_header *header = &tdstat_region.header;
@@ -300,6 +344,117 @@ static void after_fork_in_child(void)
 	tdshim_self.exited = false;
 	tdshim_self.tid = 0;
 	tdshim_thread_adopt();
+	CMM_STORE_SHARED(tdshim_process.initialised, 1);
+}
+
+/* Once per child, whichever comes first: the atfork handler or a wrapper
+ * (another library's atfork handler may run one before ours).  A signal
+ * handler that interrupts the reset proceeds without it, as during
+ * initialisation. */
+static void start_forked_process(void)
+{
+	if (initialising)
+		return;
+	if (uatomic_cmpxchg(&tdshim_process.resetting, 0, 1) != 0) {
+		while (!CMM_LOAD_SHARED(tdshim_process.initialised))
+			caa_cpu_relax();
+		return;
+	}
+	initialising = true;
+	after_fork_in_child();
+	initialising = false;
+}
+
+static void atfork_child(void)
+{
+	/* Without the wiped page nothing else tells the child apart. */
+	if (!wipe_on_fork_active)
+		CMM_STORE_SHARED(tdshim_process.resetting, 0);
+	if (!wipe_on_fork_active || !CMM_LOAD_SHARED(tdshim_process.initialised))
+		start_forked_process();
+}
+
+/*
+ * Two copies of the shim preloaded (two files): the dynamic linker binds
+ * the name tdstat_region, in both copies' code outside this file, to the
+ * first copy's, and the first copy's wrappers forward to the second's.
+ * The second copy stands down: it claims no record, writes no region,
+ * registers nothing, and its wrappers pass every call on (their tries
+ * change nothing the program sees).  Its own region stays without its
+ * magic, so no reader takes it for the process's.
+ */
+static bool another_copy_owns_region(void)
+{
+	void *first = dlsym(RTLD_DEFAULT, TDSTAT_REGION_SYMBOL);
+
+	return first && first != (void *)&tdshim_own_region;
+}
+
+static void stand_down(void)
+{
+	tdshim_standing_down = true;
+	tdshim_inline_mutex_kind = TDSHIM_MUTEX_KIND_NEVER_INLINE;
+}
+
+/*
+ * Another interposer of the pthread calls: valgrind's helgrind and drd
+ * (which redirect libc's functions in place, so only a client request
+ * tells), or a library loaded after the shim that defines them (a
+ * sanitizer runtime, a tracer).  Such a tool must see every lock, so the
+ * inline paths (default mutex lock and unlock, rwlock read lock and
+ * unlock, semaphore take and post) are turned off, once, here: the
+ * wrappers then try and call the next definition, as for any other mutex.
+ */
+static bool is_libc(const char *path)
+{
+	const char *name = strrchr(path, '/');
+
+	name = name ? name + 1 : path;
+	return !strncmp(name, "libc.so", 7) || !strncmp(name, "libc-", 5) ||
+	       !strncmp(name, "libpthread.so", 13) || !strncmp(name, "libpthread-", 11);
+}
+
+/* The shim's own lock-free state (records handed from an exiting thread
+ * to a creator through the slot stack, the launch pads, the wake-up
+ * stamps, the flags pthread_cancel sets) is synchronised by atomics that
+ * helgrind and drd do not follow: they would report it as the program's
+ * races. */
+void tdshim_hide_from_race_detectors(const void *start, size_t size)
+{
+#ifdef TDSHIM_HAVE_VALGRIND_H
+	VALGRIND_HG_DISABLE_CHECKING(start, size);
+	VALGRIND_DO_CLIENT_REQUEST_STMT(VG_USERREQ__DRD_START_SUPPRESSION, start, size, 0, 0, 0);
+#else
+	(void)start;
+	(void)size;
+#endif
+}
+
+static bool running_on_valgrind(void)
+{
+#ifdef TDSHIM_HAVE_VALGRIND_H
+	return RUNNING_ON_VALGRIND;
+#else
+	return false;
+#endif
+}
+
+static bool another_interposer_present(void)
+{
+	static const char *const watched[] = { "pthread_mutex_lock", "pthread_mutex_trylock",
+					       "pthread_mutex_unlock", "pthread_rwlock_rdlock",
+					       "pthread_rwlock_unlock", "sem_wait", "sem_post" };
+
+	if (running_on_valgrind())
+		return true;
+	for (size_t i = 0; i < sizeof(watched) / sizeof(watched[0]); i++) {
+		void *next = dlsym(RTLD_NEXT, watched[i]);
+		Dl_info where;
+
+		if (next && dladdr(next, &where) && where.dli_fname && !is_libc(where.dli_fname))
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -325,25 +480,47 @@ static void initialise_once(bool caller_is_main)
 	}
 	initialising = true;
 	resolve_real_functions();
+	if (another_copy_owns_region()) {
+		stand_down();
+		goto done;
+	}
 	fill_header();
 	tdshim_track_reads = flag_from_environment("TDSTAT_TRACK_READS");
 	tdshim_timer_slack_ns = timer_slack();
-	tdshim_thread_key_init();
 	tdshim_probe_semaphore_layout();
 	tdshim_probe_rwlock_layout();
-	pthread_atfork(NULL, NULL, after_fork_in_child);
+	tdshim_probe_mutex_elision();
+	if (another_interposer_present()) {
+		tdshim_inline_mutex_kind = TDSHIM_MUTEX_KIND_NEVER_INLINE;
+		tdshim_sync_pass_through(running_on_valgrind());
+		tdshim_hide_from_race_detectors(&tdshim_own_region, sizeof(tdshim_own_region));
+		tdshim_hide_from_race_detectors(&tdshim_cancel_requested, sizeof(tdshim_cancel_requested));
+		tdshim_hide_from_race_detectors(&tdshim_sem_wait_inline, sizeof(tdshim_sem_wait_inline));
+		tdshim_slots_hide_from_race_detectors();
+		tdshim_thread_hide_from_race_detectors();
+		tdshim_wake_hide_from_race_detectors();
+	}
+	pthread_atfork(NULL, NULL, atfork_child);
+	mark_process_page_wipe_on_fork();
 	if (caller_is_main)
 		tdshim_thread_adopt();
 	start_window(flag_from_environment("TDSTAT_ENABLE"));
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(tdstat_region.header.magic, TDSTAT_REGION_MAGIC);
-	CMM_STORE_SHARED(tdshim_initialised, 1);
+done:
+	CMM_STORE_SHARED(tdshim_process.initialised, 1);
 	CMM_STORE_SHARED(init_state, INIT_DONE);
 	initialising = false;
 }
 
 void tdshim_init(void)
 {
+	/* Initialised, yet the flag reads zero: a child whose fork ran no
+	 * atfork handler. */
+	if (CMM_LOAD_SHARED(init_state) == INIT_DONE) {
+		start_forked_process();
+		return;
+	}
 	initialise_once(false);
 }
 
@@ -361,5 +538,7 @@ __attribute__((constructor)) static void tdshim_constructor(void)
  * last reader sees it until then.) */
 __attribute__((destructor)) static void tdshim_destructor(void)
 {
+	if (tdshim_standing_down)
+		return;
 	CMM_STORE_SHARED(tdstat_region.header.status.exit_ns, tdshim_now_ns());
 }

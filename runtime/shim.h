@@ -72,15 +72,35 @@ int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout
 		const sigset_t *mask, size_t fds_size);
 
 /* Ensures the shim is initialised: real functions resolved, the main
- * thread tracked.  Cheap after the first call. */
+ * thread tracked.  Cheap after the first call.  In the child of a fork
+ * that ran no atfork handler (_Fork, a raw clone) it starts the child's
+ * region instead: the flag lives alone in a page that the kernel wipes in
+ * such a child (runtime/region.c). */
 void tdshim_init(void);
-extern int tdshim_initialised;
+#define TDSHIM_PROCESS_PAGE_SIZE 4096
+struct tdshim_process_page {
+	int initialised; /* in this process */
+	int resetting;   /* a forked child's reset has begun */
+	char unused[TDSHIM_PROCESS_PAGE_SIZE - 2 * sizeof(int)];
+};
+extern struct tdshim_process_page tdshim_process;
 
 /* TDSTAT_TRACK_READS=1: read/readv take part (see runtime/wrap_read.c). */
 extern bool tdshim_track_reads;
+
+/* Another copy of the shim, loaded first, owns the region: this one only
+ * forwards (runtime/region.c). */
+extern bool tdshim_standing_down;
+
+/* The mutex __kind that pthread_mutex_lock takes inline (the default
+ * mutex), or one no mutex has: set once at init (runtime/wrap_mutex.c). */
+#define TDSHIM_MUTEX_KIND_NEVER_INLINE (-1)
+extern int tdshim_inline_mutex_kind;
+/* Lock elision on: default mutexes are not taken inline. */
+void tdshim_probe_mutex_elision(void);
 static inline void tdshim_ensure_init(void)
 {
-	if (caa_unlikely(!CMM_LOAD_SHARED(tdshim_initialised)))
+	if (caa_unlikely(!CMM_LOAD_SHARED(tdshim_process.initialised)))
 		tdshim_init();
 }
 
@@ -152,6 +172,16 @@ void tdshim_slots_reset_after_fork(void);
  * (runtime/wrap_sync.c). */
 void tdshim_probe_semaphore_layout(void);
 void tdshim_probe_rwlock_layout(void);
+/* Another interposer must see every rwlock and semaphore call: no inline
+ * read lock or take from here on; with `helgrind_may_watch` (valgrind:
+ * helgrind does not intercept sem_trywait and pthread_tryjoin_np),
+ * sem_wait and pthread_join run for real. */
+void tdshim_sync_pass_through(bool helgrind_may_watch);
+/* ... and must not see the shim's own lock-free state as the program's. */
+void tdshim_hide_from_race_detectors(const void *start, size_t size);
+void tdshim_slots_hide_from_race_detectors(void);
+void tdshim_thread_hide_from_race_detectors(void);
+void tdshim_wake_hide_from_race_detectors(void);
 
 /*
  * pthread_testcancel, for wrappers whose non-waiting path must act on a
@@ -171,7 +201,6 @@ static inline void tdshim_testcancel(void)
 
 /* Thread lifecycle (runtime/thread.c). */
 void tdshim_thread_adopt(void);
-void tdshim_thread_key_init(void);
 pid_t tdshim_fetch_tid(void);
 
 /* The caller's tid, fetched once per thread (and again in a fork child). */

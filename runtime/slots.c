@@ -89,3 +89,9 @@ void tdshim_slots_reset_after_fork(void)
 	status->overflow_live = 0;
 	status->overflow_total = 0;
 }
+
+void tdshim_slots_hide_from_race_detectors(void)
+{
+	tdshim_hide_from_race_detectors(slot_next, sizeof(slot_next));
+	tdshim_hide_from_race_detectors(&free_head, sizeof(free_head));
+}

@@ -3,8 +3,9 @@
  * Thread lifecycle: creation (the creator claims the record, so the time
  * before the new thread first runs counts as RUNNABLE), adoption of
  * threads the shim did not see created, and the end of tracking on every
- * exit path (a TSD destructor runs on return, pthread_exit and
- * cancellation alike).  Also pthread_setconcurrency, and the wait scope.
+ * exit path (a thread_local destructor runs on return, pthread_exit and
+ * cancellation alike; the main thread ends at exit or in pthread_exit).
+ * Also pthread_setconcurrency, and the wait scope.
  */
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -19,12 +20,24 @@ struct launch {
 	void *argument;
 };
 static struct launch launches[TDSTAT_RECORD_CAPACITY];
-static pthread_key_t exit_key;
-static bool exit_key_created;
+
+/* glibc's registration of a thread_local destructor (what C++ uses), and
+ * the handle of this object, which keeps it loaded while one is pending. */
+extern int __cxa_thread_atexit_impl(void (*destructor)(void *), void *object, void *dso_handle)
+	__attribute__((weak));
+extern void *__dso_handle;
+/* Inherited across fork with the rest of the thread's memory, like the
+ * registration itself. */
+static __thread bool exit_hook_registered TDSHIM_TLS;
 
 static bool is_record_launch(const struct launch *launch)
 {
 	return launch >= launches && launch < launches + TDSTAT_RECORD_CAPACITY;
+}
+
+void tdshim_thread_hide_from_race_detectors(void)
+{
+	tdshim_hide_from_race_detectors(launches, sizeof(launches));
 }
 
 pid_t tdshim_fetch_tid(void)
@@ -61,17 +74,29 @@ static void end_tracking(void)
 	}
 }
 
-static void exit_key_destructor(void *unused)
+static void end_tracking_at_thread_exit(void *unused)
 {
 	end_tracking();
 }
 
-void tdshim_thread_key_init(void)
+/*
+ * Ends tracking when the calling thread ends, without taking one of the
+ * program's PTHREAD_KEYS_MAX thread keys: glibc runs thread_local
+ * destructors (__call_tls_dtors) in start_thread after the start routine
+ * returns, after pthread_exit and after cancellation, and in exit() for
+ * the thread that calls it.  Not for the main thread: it would end at the
+ * start of exit(), before the program's exit handlers have run, and a
+ * main thread's pthread_exit runs no such destructor (see pthread_exit
+ * below).  The registration allocates; should it fail, only process exit
+ * ends the thread's tracking.
+ */
+static void register_exit_hook(bool main_thread_possible)
 {
-	/* Without the key (the program used up PTHREAD_KEYS_MAX first) threads
-	 * still count, but only process exit ends their tracking; setting an
-	 * uncreated key would write another library's slot. */
-	exit_key_created = pthread_key_create(&exit_key, exit_key_destructor) == 0;
+	if (exit_hook_registered || !__cxa_thread_atexit_impl)
+		return;
+	if (main_thread_possible && tdshim_cached_tid() == getpid())
+		return;
+	exit_hook_registered = __cxa_thread_atexit_impl(end_tracking_at_thread_exit, NULL, &__dso_handle) == 0;
 }
 
 /* Runs in the thread itself, first thing, on the record its creator (or
@@ -85,9 +110,6 @@ static void begin_tracking(struct tdstat_record *record)
 	self->exited = false;
 	if (record)
 		tdshim_record_set_owner(record, tdshim_cached_tid(), false);
-	/* Any non-NULL value: it is only there to make the destructor run. */
-	if (exit_key_created)
-		pthread_setspecific(exit_key, self);
 }
 
 static void count_overflow(void)
@@ -113,7 +135,13 @@ static struct tdstat_record *claim_runnable_record(pid_t tid)
 
 void tdshim_thread_adopt(void)
 {
+	/* Never tracked here: later waits skip adoption at once. */
+	if (caa_unlikely(tdshim_standing_down)) {
+		tdshim_self.exited = true;
+		return;
+	}
 	begin_tracking(claim_runnable_record(tdshim_cached_tid()));
+	register_exit_hook(true);
 }
 
 static void *trampoline(void *argument)
@@ -127,6 +155,7 @@ static void *trampoline(void *argument)
 		free(launch);
 		begin_tracking(NULL);
 	}
+	register_exit_hook(false);
 	return copy.start_routine(copy.argument);
 }
 
@@ -138,6 +167,8 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	int error;
 
 	TDSHIM_REQUIRE_PTHREAD(pthread_create);
+	if (caa_unlikely(tdshim_standing_down))
+		return tdshim_real_pthread_create(thread, attr, start_routine, argument);
 	record = claim_runnable_record(0);
 	if (record) {
 		launch = &launches[record - tdstat_region.records];
@@ -162,6 +193,20 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 		free(launch);
 	}
 	return error;
+}
+
+/* glibc ends a main thread that calls pthread_exit without running
+ * thread_local destructors: its tracking ends here.  (A cancelled main
+ * thread is tracked until the process exits.) */
+TDSHIM_EXPORT void pthread_exit(void *value)
+{
+	tdshim_ensure_init();
+	if (tdshim_cached_tid() == getpid())
+		end_tracking();
+	if (caa_unlikely(!tdshim_real_pthread_exit))
+		abort();
+	tdshim_real_pthread_exit(value);
+	__builtin_unreachable();
 }
 
 int tdshim_cancel_requested;

@@ -83,3 +83,8 @@ uint64_t tdshim_deadline_at(clockid_t clock, const struct timespec *abstime)
 	uint64_t real = timespec_ns(&now), monotonic = tdshim_now_ns();
 	return at > real ? monotonic + (at - real) : monotonic;
 }
+
+void tdshim_wake_hide_from_race_detectors(void)
+{
+	tdshim_hide_from_race_detectors(wake_slots, sizeof(wake_slots));
+}

@@ -14,7 +14,8 @@
  *
  * Every other type (recursive, error-checking, adaptive, robust, PI, PP,
  * process-shared, elided) is tried with pthread_mutex_trylock first and
- * handed to glibc only when the try says it would wait.
+ * handed to glibc only when the try says it would wait; so is the default
+ * mutex when glibc elides locks or another interposer must see them.
  */
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -31,6 +32,7 @@ __attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mut
 {
 	int *word = &mutex->__data.__lock;
 
+	tdshim_ensure_init();
 	/* 2 marks the lock contended, so the unlocker will wake someone.  A
 	 * word already at 2 has waiters: queue behind them without another
 	 * exchange on the contended line (as glibc does). */
@@ -46,9 +48,43 @@ __attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mut
 	return 0;
 }
 
+/* PTHREAD_MUTEX_TIMED_NP, unless init found that glibc or someone else
+ * must see every lock (then TDSHIM_MUTEX_KIND_NEVER_INLINE): one load
+ * either way, and one compare, as before. */
+int tdshim_inline_mutex_kind = PTHREAD_MUTEX_TIMED_NP;
+
+/* glibc's elision flag in __kind (PTHREAD_MUTEX_ELISION_NP) */
+#define KIND_ELISION 256
+
+/*
+ * Lock elision (GLIBC_TUNABLES=glibc.elision.enable=1 on a CPU with RTM):
+ * glibc makes a default mutex elided at its first lock or trylock, by
+ * setting the elision flag in __kind, and an elided mutex's unlock leaves
+ * __nusers alone.  A lock taken inline counts __nusers; glibc's unlock of
+ * the mutex, now elided (a condvar wait relocks it through glibc), would
+ * never uncount it, and pthread_mutex_destroy would fail with EBUSY.  So
+ * when glibc elides, default mutexes go through trylock and glibc's lock
+ * like the other kinds.  A probe shows what glibc does, whatever set the
+ * tunable; called once, at init.
+ */
+void tdshim_probe_mutex_elision(void)
+{
+	pthread_mutex_t probe = PTHREAD_MUTEX_INITIALIZER;
+	bool elided;
+
+	if (!tdshim_real_pthread_mutex_unlock || pthread_mutex_trylock(&probe) != 0)
+		return;
+	elided = (CMM_LOAD_SHARED(probe.__data.__kind) & KIND_ELISION) != 0;
+	/* glibc's unlock: the shim's would release the probe inline. */
+	tdshim_real_pthread_mutex_unlock(&probe);
+	pthread_mutex_destroy(&probe);
+	if (elided)
+		tdshim_inline_mutex_kind = TDSHIM_MUTEX_KIND_NEVER_INLINE;
+}
+
 static bool is_default_mutex(const pthread_mutex_t *mutex)
 {
-	return CMM_LOAD_SHARED(mutex->__data.__kind) == PTHREAD_MUTEX_TIMED_NP;
+	return CMM_LOAD_SHARED(mutex->__data.__kind) == CMM_LOAD_SHARED(tdshim_inline_mutex_kind);
 }
 
 /* glibc's mark of a robust mutex whose owner died without making it
@@ -62,11 +98,19 @@ static bool is_default_mutex(const pthread_mutex_t *mutex)
  * latter must not be tried: glibc 2.36's trylock answers ENOTRECOVERABLE
  * but leaves the lock word taken, so every later call would see EBUSY.
  */
+/* glibc's robust bit in __kind (PTHREAD_MUTEX_ROBUST_NORMAL_NP) */
+#define KIND_ROBUST 16
+
+/* __owner is read only for the kinds where it can tell: another thread's
+ * lock writes it, a race to a race detector watching the program. */
 static bool fails_without_waiting(const pthread_mutex_t *mutex)
 {
-	int type = CMM_LOAD_SHARED(mutex->__data.__kind) & 3;
-	int owner = CMM_LOAD_SHARED(mutex->__data.__owner);
+	int kind = CMM_LOAD_SHARED(mutex->__data.__kind);
+	int type = kind & 3;
 
+	if (!(kind & KIND_ROBUST) && type != PTHREAD_MUTEX_ERRORCHECK_NP)
+		return false;
+	int owner = CMM_LOAD_SHARED(mutex->__data.__owner);
 	return owner == OWNER_NOT_RECOVERABLE ||
 	       (type == PTHREAD_MUTEX_ERRORCHECK_NP && owner == tdshim_cached_tid());
 }

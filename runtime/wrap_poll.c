@@ -127,6 +127,28 @@ static int try_select(int nfds, fd_set *r, fd_set *w, fd_set *e, const sigset_t 
 	return ready;
 }
 
+/*
+ * Linux writes the time left into select's timeval whenever the timeout
+ * is not zero, on success and on error alike (glibc converts it from
+ * pselect6's timespec, truncating to microseconds).  The try's zero
+ * timeout leaves it alone, so when the try is the answer the wrapper
+ * writes what the kernel would have: the timeout less the call's time.
+ */
+static void subtract_elapsed(struct timeval *timeout, uint64_t elapsed_ns)
+{
+	time_t seconds = timeout->tv_sec - (time_t)(elapsed_ns / 1000000000u);
+	long nanoseconds = timeout->tv_usec * 1000L - (long)(elapsed_ns % 1000000000u);
+
+	if (nanoseconds < 0) {
+		nanoseconds += 1000000000L;
+		seconds--;
+	}
+	if (seconds < 0)
+		seconds = nanoseconds = 0;
+	timeout->tv_sec = seconds;
+	timeout->tv_usec = nanoseconds / 1000;
+}
+
 TDSHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout)
 {
 	TDSHIM_REQUIRE_LIBC(select);
@@ -134,9 +156,13 @@ TDSHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timev
 	if (timeout && ((timeout->tv_sec == 0 && timeout->tv_usec == 0) || timeout->tv_sec < 0 ||
 			timeout->tv_usec < 0 || timeout->tv_usec >= 1000000))
 		return tdshim_real_select(nfds, r, w, e, timeout);
+	uint64_t start_ns = timeout ? tdshim_now_ns() : 0;
 	int ready = try_select(nfds, r, w, e, NULL, false);
-	if (ready > 0 || ready == -1)
+	if (ready > 0 || ready == -1) {
+		if (timeout)
+			subtract_elapsed(timeout, tdshim_now_ns() - start_ns);
 		return ready;
+	}
 	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, nfds, TDSHIM_CALL_SITE());
 	return tdshim_real_select(nfds, r, w, e, timeout);
 }

@@ -61,36 +61,53 @@ static size_t iovec_total(const struct iovec *iov, int count)
 	return total;
 }
 
+/* iovecs per readv when finishing a read: few, so that the frame fits a
+ * PTHREAD_STACK_MIN thread stack or a SIGSTKSZ signal stack. */
+#define FINISH_WINDOW 8
+
 /* A short read of a regular file from the page cache: finish it the way
- * read would have, waiting for the disk. */
+ * read would have, waiting for the disk.  The rest goes to readv a window
+ * of iovecs at a time; a window that comes back short is the end of the
+ * file, as a single readv would have stopped there too. */
 static ssize_t finish_file_read(int fd, const struct iovec *iov, int count, size_t done)
 {
-	struct iovec rest[UIO_MAXIOV];
-	int n = 0;
-	size_t skip = done;
+	struct iovec window[FINISH_WINDOW];
+	size_t skip = done, more = 0;
+	ssize_t got = 0;
+	int i = 0;
 
-	for (int i = 0; i < count && n < UIO_MAXIOV; i++) {
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		rest[n].iov_base = (char *)iov[i].iov_base + skip;
-		rest[n].iov_len = iov[i].iov_len - skip;
-		skip = 0;
-		n++;
-	}
 	TDSHIM_SAVE_ERRNO();
-	ssize_t more;
 	{
 		TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, NULL);
-		more = tdshim_real_readv(fd, rest, n);
+		while (i < count) {
+			size_t wanted = 0;
+			int n = 0;
+
+			for (; i < count && n < FINISH_WINDOW; i++) {
+				if (skip >= iov[i].iov_len) {
+					skip -= iov[i].iov_len;
+					continue;
+				}
+				window[n].iov_base = (char *)iov[i].iov_base + skip;
+				window[n].iov_len = iov[i].iov_len - skip;
+				wanted += window[n].iov_len;
+				skip = 0;
+				n++;
+			}
+			if (n == 0)
+				break;
+			got = tdshim_real_readv(fd, window, n);
+			if (got < 0)
+				break;
+			more += (size_t)got;
+			if ((size_t)got < wanted)
+				break;
+		}
 	}
-	if (more < 0) {
-		/* What was read stays read; the error will recur on the next call. */
+	/* What was read stays read; an error will recur on the next call. */
+	if (got < 0)
 		TDSHIM_RESTORE_ERRNO();
-		return (ssize_t)done;
-	}
-	return (ssize_t)done + more;
+	return (ssize_t)(done + more);
 }
 
 static enum try_outcome try_readv(int fd, const struct iovec *iov, int count, ssize_t *result)

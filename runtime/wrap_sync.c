@@ -25,6 +25,7 @@
 #define RWLOCK_READER_OVERFLOW (1u << 31)
 
 static bool rwlock_layout_known;
+static bool tries_unseen; /* see tdshim_sync_pass_through */
 
 void tdshim_probe_rwlock_layout(void)
 {
@@ -35,6 +36,8 @@ void tdshim_probe_rwlock_layout(void)
 	     tdshim_real_pthread_rwlock_rdlock(&probe) == 0 &&
 	     probe.__data.__readers == RWLOCK_ONE_READER;
 	ok = ok && pthread_rwlock_unlock(&probe) == 0 && probe.__data.__readers == 0;
+	/* A race detector takes the stack slot for an rwlock until told. */
+	pthread_rwlock_destroy(&probe);
 	rwlock_layout_known = ok;
 }
 
@@ -259,8 +262,18 @@ TDSHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *barrier)
 	return tdshim_real_pthread_barrier_wait(barrier);
 }
 
+/* Whether it will wait is unknown: BLOCKED for the whole call. */
+static int join_passed_through(pthread_t thread, void **result)
+{
+	TDSHIM_REQUIRE_PTHREAD(pthread_join);
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_JOIN, thread);
+	return tdshim_real_pthread_join(thread, result);
+}
+
 TDSHIM_EXPORT int pthread_join(pthread_t thread, void **result)
 {
+	if (caa_unlikely(CMM_LOAD_SHARED(tries_unseen)))
+		return join_passed_through(thread, result);
 	int error = pthread_tryjoin_np(thread, result);
 
 	if (error != EBUSY)
@@ -337,6 +350,18 @@ void tdshim_probe_semaphore_layout(void)
 	tdshim_sem_wait_inline = ok && !CMM_LOAD_SHARED(tdshim_cancel_requested);
 }
 
+/* With another interposer present (runtime/region.c) no lock is taken
+ * inline; under valgrind the calls whose try helgrind does not see (it
+ * intercepts sem_wait and pthread_join, not sem_trywait and
+ * pthread_tryjoin_np; the sanitizers intercept both) run for real. */
+void tdshim_sync_pass_through(bool helgrind_may_watch)
+{
+	rwlock_layout_known = false;
+	semaphore_layout_known = false;
+	tries_unseen = helgrind_may_watch;
+	tdshim_sem_wait_inline = 0;
+}
+
 /* The same decrement as glibc's own fast path: one CAS while the value
  * is positive. */
 static bool take_if_positive(sem_t *semaphore)
@@ -376,10 +401,23 @@ static bool sem_would_wait(sem_t *semaphore, int *result, bool cancellation_poin
 	return true;
 }
 
+static int sem_wait_passed_through(sem_t *semaphore, const void *site)
+{
+	int value = 0;
+
+	TDSHIM_REQUIRE_LIBC(sem_wait);
+	if (sem_getvalue(semaphore, &value) == 0 && value > 0)
+		return tdshim_real_sem_wait(semaphore);
+	TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_SEM, semaphore, site);
+	return tdshim_real_sem_wait(semaphore);
+}
+
 __attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, const void *site)
 {
 	int result;
 
+	if (caa_unlikely(CMM_LOAD_SHARED(tries_unseen)))
+		return sem_wait_passed_through(semaphore, site);
 	if (!sem_would_wait(semaphore, &result, true))
 		return result;
 	TDSHIM_REQUIRE_LIBC(sem_wait);

@@ -8,13 +8,13 @@ set -euo pipefail
 
 packages=(gcc make cmake pkg-config liburcu-dev libcriterion-dev mandoc
           python3 perl xz-utils zstd coreutils procps
-          # tests/reliability: real threaded programs, and the fuzzer
+          # tests/reliability: real threaded programs, the fuzzer, helgrind
           pigz stress-ng sysbench tar findutils bash
-          clang libclang-rt-14-dev llvm
+          clang libclang-rt-14-dev llvm valgrind
           # tests/accuracy: the same shapes in C++20, Rust and Java
           g++ rustc default-jdk-headless)
 if [[ "${1:-}" == "--bench" ]]; then
-	packages+=(hyperfine valgrind linux-perf sysstat)
+	packages+=(hyperfine linux-perf sysstat)
 fi
 
 missing=()

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -251,6 +252,30 @@ static void robust_checks(const char *label, int protocol)
 	expect_error(N("relock by self after recovery"), pthread_mutex_lock(&m), EDEADLK);
 	pthread_mutex_unlock(&m);
 #undef N
+}
+
+/*
+ * A default mutex locked, handed through a condvar wait, unlocked and
+ * destroyed.  With lock elision on (GLIBC_TUNABLES=glibc.elision.enable=1
+ * on a CPU with RTM) glibc turns it into an elided mutex at its first
+ * lock, which leaves __nusers alone: a lock taken behind glibc's back
+ * would leave a user counted and destroy would say EBUSY.  The kind and
+ * the user count after the lock show whose lock it was.
+ */
+static void default_mutex_checks(void)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	struct timespec past = from_now(CLOCK_REALTIME, -1000);
+
+	expect_error("default mutex: lock", pthread_mutex_lock(&m), 0);
+	note("default mutex: glibc elides it (elision flag in __kind)", "%ld", (m.__data.__kind & 256) != 0);
+	note("default mutex: __nusers after lock", "%ld", m.__data.__nusers);
+	expect_error("default mutex: cond timedwait past", pthread_cond_timedwait(&c, &m, &past), ETIMEDOUT);
+	expect_error("default mutex: unlock", pthread_mutex_unlock(&m), 0);
+	note("default mutex: __nusers after unlock", "%ld", m.__data.__nusers);
+	expect_error("default mutex: destroy", pthread_mutex_destroy(&m), 0);
+	pthread_cond_destroy(&c);
 }
 
 /* ---- rwlocks ---- */
@@ -552,9 +577,17 @@ static void sleep_checks(void)
 
 /* ---- poll, select, epoll ---- */
 
+/* low_us < *tv < high_us */
+static long timeval_between(const struct timeval *tv, long low_us, long high_us)
+{
+	long us = tv->tv_sec * 1000000L + tv->tv_usec;
+
+	return us > low_us && us < high_us;
+}
+
 static void poll_checks(void)
 {
-	int ready[2], empty[2], closed;
+	int ready[2], empty[2], closed, stale;
 	struct pollfd p[3];
 	struct timespec zero = { 0, 0 };
 	struct timeval tv;
@@ -598,6 +631,21 @@ static void poll_checks(void)
 	EXPECT_ERRNO("select empty, 10 ms", select(empty[0] + 1, &set, NULL, NULL, &tv), 0, 0);
 	note("select timeout left", "%ld", tv.tv_sec * 1000000L + tv.tv_usec);
 	note("select cleared the set", "%ld", !FD_ISSET(empty[0], &set));
+	/* Linux writes the time left back, also when the call returns at once
+	 * or fails: a little under the 5 s given (the exact value varies). */
+	FD_ZERO(&set);
+	FD_SET(ready[0], &set);
+	tv = (struct timeval){ 5, 0 };
+	EXPECT_ERRNO("select ready, 5 s", select(ready[0] + 1, &set, NULL, NULL, &tv), 1, 0);
+	note("select ready at once: 4.9 s < time left < 5 s", "%ld", timeval_between(&tv, 4900000, 5000000));
+	/* a closed fd below the fd table's size (select ignores those above) */
+	stale = dup(ready[0]);
+	close(stale);
+	FD_ZERO(&set);
+	FD_SET(stale, &set);
+	tv = (struct timeval){ 5, 0 };
+	EXPECT_ERRNO("select closed fd, 5 s", select(stale + 1, &set, NULL, NULL, &tv), -1, EBADF);
+	note("select closed fd: 4.9 s < time left < 5 s", "%ld", timeval_between(&tv, 4900000, 5000000));
 	FD_ZERO(&set);
 	FD_SET(closed, &set);
 	tv = (struct timeval){ 0, 0 };
@@ -794,6 +842,111 @@ static void socket_checks(void)
 	close(fds[0]);
 }
 
+/* ---- reads on small stacks (TDSTAT_TRACK_READS=1 runs these tracked) ---- */
+
+struct short_reads {
+	ssize_t read_result, readv_result;
+	int same_data;
+};
+static char short_file_path[] = "/tmp/conformance-short-XXXXXX";
+static const char short_file_data[] = "a short regular file: reads of it end before the buffer does";
+
+/* A short read of a regular file: the shim's try gets part of it from the
+ * page cache and must finish it without a big buffer of its own. */
+static void read_short_file(struct short_reads *out)
+{
+	static char buffer[512], first[8], second[200];
+	struct iovec parts[2] = { { first, sizeof(first) }, { second, sizeof(second) } };
+	int fd = open(short_file_path, O_RDONLY);
+
+	out->read_result = read(fd, buffer, sizeof(buffer));
+	lseek(fd, 0, SEEK_SET);
+	out->readv_result = readv(fd, parts, 2);
+	close(fd);
+	out->same_data = !memcmp(buffer, short_file_data, sizeof(short_file_data) - 1) &&
+			 !memcmp(first, short_file_data, sizeof(first)) &&
+			 !memcmp(second, short_file_data + sizeof(first), sizeof(short_file_data) - 1 - sizeof(first));
+}
+
+static void *small_stack_reader(void *argument)
+{
+	read_short_file(argument);
+	return NULL;
+}
+
+static struct short_reads on_signal_stack;
+static void read_in_handler(int number)
+{
+	(void)number;
+	read_short_file(&on_signal_stack);
+}
+
+static void print_short_reads(const char *where, const struct short_reads *reads)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "read short file, %s", where);
+	expect_errno(name, reads->read_result, 0, sizeof(short_file_data) - 1, 0);
+	snprintf(name, sizeof(name), "readv short file, %s", where);
+	expect_errno(name, reads->readv_result, 0, sizeof(short_file_data) - 1, 0);
+	snprintf(name, sizeof(name), "short file data, %s", where);
+	note(name, "%ld", reads->same_data);
+}
+
+static void small_stack_checks(void)
+{
+	struct short_reads on_thread = { 0 };
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t stack_size = (SIGSTKSZ + page - 1) / page * page;
+	struct sigaction action = { .sa_handler = read_in_handler, .sa_flags = SA_ONSTACK };
+	pthread_attr_t attr;
+	pthread_t thread;
+	stack_t alternate, previous;
+	char *mapping;
+	int fd = mkstemp(short_file_path);
+
+	if (fd < 0 || write(fd, short_file_data, sizeof(short_file_data) - 1) != (ssize_t)sizeof(short_file_data) - 1)
+		abort();
+	close(fd);
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN);
+	pthread_create(&thread, &attr, small_stack_reader, &on_thread);
+	pthread_join(thread, NULL);
+	pthread_attr_destroy(&attr);
+	print_short_reads("PTHREAD_STACK_MIN thread", &on_thread);
+
+	/* SIGSTKSZ bytes above a guard page: an overflow faults at once */
+	mapping = mmap(NULL, page + stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mapping == MAP_FAILED || mprotect(mapping, page, PROT_NONE))
+		abort();
+	alternate = (stack_t){ .ss_sp = mapping + page, .ss_size = stack_size };
+	sigaltstack(&alternate, &previous);
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGUSR2, &action, NULL);
+	raise(SIGUSR2);
+	signal(SIGUSR2, SIG_DFL);
+	sigaltstack(&previous, NULL);
+	munmap(mapping, page + stack_size);
+	print_short_reads("SIGSTKSZ signal stack", &on_signal_stack);
+	unlink(short_file_path);
+}
+
+/* ---- thread keys: the program may have all PTHREAD_KEYS_MAX ---- */
+
+static void key_checks(void)
+{
+	static pthread_key_t keys[PTHREAD_KEYS_MAX + 1];
+	int created = 0, error = 0;
+
+	while (created < PTHREAD_KEYS_MAX + 1 && (error = pthread_key_create(&keys[created], NULL)) == 0)
+		created++;
+	note("pthread_key_create: keys created before it failed", "%ld", created);
+	expect_error("pthread_key_create past the last key", error, EAGAIN);
+	while (created > 0)
+		pthread_key_delete(keys[--created]);
+}
+
 /* ---- concurrency level ---- */
 
 static void concurrency_checks(void)
@@ -817,6 +970,7 @@ int main(void)
 	mutex_checks("pi-normal", PTHREAD_MUTEX_NORMAL, PTHREAD_PRIO_INHERIT);
 	mutex_checks("pi-errorcheck", PTHREAD_MUTEX_ERRORCHECK, PTHREAD_PRIO_INHERIT);
 	mutex_checks("pi-recursive", PTHREAD_MUTEX_RECURSIVE, PTHREAD_PRIO_INHERIT);
+	default_mutex_checks();
 	robust_checks("plain", PTHREAD_PRIO_NONE);
 	robust_checks("pi", PTHREAD_PRIO_INHERIT);
 	rwlock_checks("prefer-reader", PTHREAD_RWLOCK_PREFER_READER_NP);
@@ -830,6 +984,8 @@ int main(void)
 	signal_checks();
 	wait_checks();
 	socket_checks();
+	small_stack_checks();
+	key_checks();
 	concurrency_checks();
 	printf("summary: %d checks, %d differ from the expectation\n", checks, mismatches);
 	return 0;

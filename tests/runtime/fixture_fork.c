@@ -2,11 +2,15 @@
 /*
  * rt_fork on|off main|thread: fork while another thread waits, from the
  * main thread or from a second thread, with gathering on or off.
+ * rt_fork on|off _Fork|clone: the same from main while three threads wait,
+ * through _Fork() or a raw clone system call, which run no atfork
+ * handler: the child makes one interposed wait before it looks.
  *
  * The child prints child.* lines: its live records, whether its one
  * record carries its own tid, status.pid, the window (restarted at the
- * fork when gathering was on, empty otherwise), and that it can still
- * create and track a thread.  The parent then prints parent.* lines.
+ * fork when gathering was on, empty otherwise), and (fork only) that it
+ * can still create and track a thread.  The parent then prints parent.*
+ * lines.
  */
 #define _GNU_SOURCE
 #include "fixture.h"
@@ -15,7 +19,10 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,11 +30,25 @@ static sem_t hold, child_gate;
 static bool gathering;
 static uint64_t before_fork_ns;
 
+static pid_t waiter_tids[3];
+
 static void *waits(void *arg)
 {
-	(void)arg;
+	__atomic_store_n(&waiter_tids[(intptr_t)arg], fx_gettid(), __ATOMIC_SEQ_CST);
 	sem_wait(&hold);
 	return NULL;
+}
+
+/* The fork comes once the waiters sleep: a thread still starting may hold
+ * a lock (a sanitizer's allocator) that the child would then never get. */
+static void wait_until_asleep(int count)
+{
+	for (int i = 0; i < count; i++) {
+		while (!__atomic_load_n(&waiter_tids[i], __ATOMIC_SEQ_CST))
+			sched_yield();
+		if (!fx_wait_state(waiter_tids[i], TDSTAT_STATE_BLOCKED))
+			fx_die("waiter %d never blocked", i);
+	}
 }
 
 static void *child_thread(void *arg)
@@ -37,13 +58,19 @@ static void *child_thread(void *arg)
 	return NULL;
 }
 
-static void in_child(void)
+static void in_child(bool raw)
 {
 	struct tdstat_region *region = fx_region();
 	const struct tdstat_control *control = &region->header.control;
-	struct fx_record own = fx_record_of(fx_gettid());
+	struct fx_record own;
 	struct fx_snapshot snapshot;
 	pthread_t thread;
+
+	/* Nothing ran in a raw child yet: the shim learns of the new process
+	 * at its first call. */
+	if (raw)
+		poll(NULL, 0, 1);
+	own = fx_record_of(fx_gettid());
 
 	printf("child.live=%d\n", fx_live_records());
 	printf("child.own_record=%d\n", own.state == TDSTAT_STATE_RUNNABLE && own.tid == getpid());
@@ -57,6 +84,11 @@ static void in_child(void)
 	fx_print_snapshot("child", &snapshot);
 	/* one thread only, alive since before the window start */
 	printf("child.tracked_is_window=%d\n", snapshot.tracked_ns == snapshot.window_ns);
+	if (raw) {
+		/* only async-signal-safe calls in the child of _Fork */
+		fflush(stdout);
+		_exit(0);
+	}
 	sem_init(&child_gate, 0, 0);
 	pthread_create(&thread, NULL, child_thread, NULL);
 	printf("child.live_with_thread=%d\n", fx_live_records());
@@ -67,18 +99,27 @@ static void in_child(void)
 	_exit(0);
 }
 
-static int do_fork(void)
+static pid_t fork_by(const char *how)
+{
+	if (!strcmp(how, "_Fork"))
+		return _Fork();
+	if (!strcmp(how, "clone"))
+		return (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+	return fork();
+}
+
+static int do_fork(const char *how)
 {
 	int status;
 	pid_t child;
 
 	fflush(stdout);
 	before_fork_ns = fx_now_ns();
-	child = fork();
+	child = fork_by(how);
 	if (child < 0)
 		fx_die("fork");
 	if (child == 0)
-		in_child();
+		in_child(strcmp(how, "fork") != 0);
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
 		fx_die("child failed");
 	return 0;
@@ -87,33 +128,39 @@ static int do_fork(void)
 static void *forks(void *arg)
 {
 	(void)arg;
-	do_fork();
+	do_fork("fork");
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	pthread_t waiter, forker;
+	pthread_t waiters[3], forker;
+	int nwaiters;
 
 	if (argc != 3)
-		fx_die("usage: rt_fork on|off main|thread");
+		fx_die("usage: rt_fork on|off main|thread|_Fork|clone");
 	fx_region();
 	gathering = !strcmp(argv[1], "on");
 	if (gathering)
 		fx_enable();
 	sem_init(&hold, 0, 0);
-	pthread_create(&waiter, NULL, waits, NULL);
+	nwaiters = !strcmp(argv[2], "main") || !strcmp(argv[2], "thread") ? 1 : 3;
+	for (intptr_t i = 0; i < nwaiters; i++)
+		pthread_create(&waiters[i], NULL, waits, (void *)i);
+	wait_until_asleep(nwaiters);
 	if (!strcmp(argv[2], "thread")) {
 		pthread_create(&forker, NULL, forks, NULL);
 		pthread_join(forker, NULL);
 	} else {
-		do_fork();
+		do_fork(!strcmp(argv[2], "main") ? "fork" : argv[2]);
 	}
 	printf("parent.live=%d\n", fx_live_records());
 	printf("parent.status_pid=%d\n", fx_region()->header.status.pid == getpid());
 	printf("parent.enabled=%d\n",
 	       fx_region()->header.control.window_end_ns == TDSTAT_WINDOW_OPEN);
-	sem_post(&hold);
-	pthread_join(waiter, NULL);
+	for (int i = 0; i < nwaiters; i++)
+		sem_post(&hold);
+	for (int i = 0; i < nwaiters; i++)
+		pthread_join(waiters[i], NULL);
 	return 0;
 }

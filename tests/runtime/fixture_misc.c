@@ -15,6 +15,9 @@
  *                 a record then, BLOCKED, and loses it when it ends.
  *   main_exit     main calls pthread_exit while another thread lives:
  *                 main's record is freed, the process goes on.
+ *   threads       three threads wait in sem_wait (run with two copies of
+ *                 the shim preloaded): one record each, and main's, in a
+ *                 region with its magic.
  */
 #define _GNU_SOURCE
 #include "fixture.h"
@@ -227,9 +230,53 @@ static int main_exit(void)
 	pthread_exit(NULL);
 }
 
+#define WAITING_THREADS 3
+
+static sem_t threads_gate;
+static pid_t thread_tids[WAITING_THREADS];
+
+static void *waits_at_gate(void *arg)
+{
+	__atomic_store_n(&thread_tids[(intptr_t)arg], fx_gettid(), __ATOMIC_SEQ_CST);
+	sem_wait(&threads_gate);
+	return NULL;
+}
+
+static int threads(void)
+{
+	struct tdstat_region *region = fx_region();
+	pthread_t thread[WAITING_THREADS];
+	struct fx_snapshot snapshot;
+	int blocked = 0;
+
+	printf("magic_ok=%d\n", region->header.magic == TDSTAT_REGION_MAGIC);
+	sem_init(&threads_gate, 0, 0);
+	for (intptr_t i = 0; i < WAITING_THREADS; i++)
+		pthread_create(&thread[i], NULL, waits_at_gate, (void *)i);
+	for (int i = 0; i < WAITING_THREADS; i++) {
+		while (!__atomic_load_n(&thread_tids[i], __ATOMIC_SEQ_CST))
+			sched_yield();
+		blocked += fx_wait_state(thread_tids[i], TDSTAT_STATE_BLOCKED);
+	}
+	printf("blocked=%d\n", blocked);
+	printf("live=%d\n", fx_live_records());
+	printf("high_water=%u\n", region->header.status.high_water);
+	fx_spin_ns(5 * 1000000ull);
+	snapshot = fx_snapshot();
+	printf("impossible=%d\n", snapshot.impossible);
+	for (int i = 0; i < WAITING_THREADS; i++)
+		sem_post(&threads_gate);
+	for (int i = 0; i < WAITING_THREADS; i++)
+		pthread_join(thread[i], NULL);
+	printf("live_end=%d\n", fx_live_records());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	fx_region();
+	if (argc == 2 && !strcmp(argv[1], "threads"))
+		return threads();
 	if (argc == 2 && !strcmp(argv[1], "mutex_counter"))
 		return mutex_counter();
 	if (argc == 2 && !strcmp(argv[1], "adopt"))
@@ -241,5 +288,5 @@ int main(int argc, char **argv)
 	nested = argc == 2 && !strcmp(argv[1], "signal_nested");
 	if (argc == 2 && (nested || !strcmp(argv[1], "signal_post")))
 		return signal_post();
-	fx_die("usage: rt_misc concurrency|signal_post|signal_nested|mutex_counter|adopt|main_exit");
+	fx_die("usage: rt_misc concurrency|signal_post|signal_nested|mutex_counter|adopt|main_exit|threads");
 }

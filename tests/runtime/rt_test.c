@@ -13,7 +13,13 @@
 
 struct rt_output rt_run(const char *name, const char *const *args, const char *const *env)
 {
-	struct tdtest_spawn_options options = { .preload = tdtest_shim_path(), .env = env };
+	return rt_run_preloaded(name, args, env, tdtest_shim_path());
+}
+
+struct rt_output rt_run_preloaded(const char *name, const char *const *args, const char *const *env,
+				  const char *preload)
+{
+	struct tdtest_spawn_options options = { .preload = preload, .env = env };
 	const char *argv[16];
 	char path[4096];
 	struct rt_output output = { 0 };

@@ -16,6 +16,9 @@ struct rt_output {
 /* Runs fixture RT_FIXTURE_DIR/name with args (NULL-terminated) under the
  * shim, plus env entries (NULL-terminated, or NULL); asserts it exits 0. */
 struct rt_output rt_run(const char *name, const char *const *args, const char *const *env);
+/* The same with another LD_PRELOAD (a colon-separated list). */
+struct rt_output rt_run_preloaded(const char *name, const char *const *args, const char *const *env,
+				  const char *preload);
 void rt_free(struct rt_output *output);
 
 /* The value printed for key (asserts it was printed), valid until the

@@ -5,14 +5,18 @@
  * fork when gathering was on, or is empty when it was off.
  */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "rt_test.h"
 
+/* from: main or thread (fork()), or _Fork or clone (from main, while
+ * three other threads wait) */
 static void expect_child(const char *gathering, const char *from)
 {
 	const char *args[] = { gathering, from, NULL };
 	struct rt_output out = rt_run("rt_fork", args, NULL);
 	bool on = gathering[1] == 'n';
+	bool raw = !strcmp(from, "_Fork") || !strcmp(from, "clone");
 	long long window, tracked, runnable;
 
 	rt_expect_int(&out, "child.live", 1);
@@ -37,10 +41,12 @@ static void expect_child(const char *gathering, const char *from)
 		cr_expect_eq(window, 0);
 		cr_expect_eq(tracked, 0);
 	}
-	rt_expect_int(&out, "child.live_with_thread", 2);
-	rt_expect_int(&out, "child.live_end", 1);
-	/* the parent is untouched: main and the waiting thread */
-	rt_expect_int(&out, "parent.live", 2);
+	if (!raw) {
+		rt_expect_int(&out, "child.live_with_thread", 2);
+		rt_expect_int(&out, "child.live_end", 1);
+	}
+	/* the parent is untouched: main and the waiting threads */
+	rt_expect_int(&out, "parent.live", raw ? 4 : 2);
 	rt_expect_int(&out, "parent.status_pid", 1);
 	rt_expect_int(&out, "parent.enabled", on);
 	rt_free(&out);
@@ -50,3 +56,8 @@ Test(fork, gathering_on_from_main) { expect_child("on", "main"); }
 Test(fork, gathering_off_from_main) { expect_child("off", "main"); }
 Test(fork, gathering_on_from_thread) { expect_child("on", "thread"); }
 Test(fork, gathering_off_from_thread) { expect_child("off", "thread"); }
+/* No atfork handler runs: the shim finds out at the child's first call. */
+Test(fork, _Fork_gathering_on) { expect_child("on", "_Fork"); }
+Test(fork, _Fork_gathering_off) { expect_child("off", "_Fork"); }
+Test(fork, raw_clone_gathering_on) { expect_child("on", "clone"); }
+Test(fork, raw_clone_gathering_off) { expect_child("off", "clone"); }

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "rt_test.h"
+#include "tdtest.h"
 
 Test(concurrency, set_and_get_through_region)
 {
@@ -121,4 +125,29 @@ Test(overflow, ended_threads_give_their_records_back)
 	rt_expect_int(&out, "live_end", 1);
 	cr_expect_leq(rt_int(&out, "high_water"), 16);
 	rt_free(&out);
+}
+
+/* A second copy of the shim (another file) preloaded after the first
+ * stands down: every thread is counted once, in the first copy's region. */
+Test(interposers, second_copy_of_the_shim_stands_down)
+{
+	char directory[] = "/tmp/tdstat-copy-XXXXXX", copy[256], preload[4096], command[4400];
+	const char *args[] = { "threads", NULL };
+	struct rt_output out;
+
+	cr_assert_not_null(mkdtemp(directory));
+	snprintf(copy, sizeof(copy), "%s/libtdshim.so", directory);
+	snprintf(command, sizeof(command), "cp '%s' '%s'", tdtest_shim_path(), copy);
+	cr_assert_eq(system(command), 0);
+	snprintf(preload, sizeof(preload), "%s:%s", tdtest_shim_path(), copy);
+	out = rt_run_preloaded("rt_misc", args, NULL, preload);
+	rt_expect_int(&out, "magic_ok", 1);
+	rt_expect_int(&out, "blocked", 3);
+	rt_expect_int(&out, "live", 4);
+	rt_expect_int(&out, "high_water", 4);
+	rt_expect_int(&out, "impossible", 0);
+	rt_expect_int(&out, "live_end", 1);
+	rt_free(&out);
+	unlink(copy);
+	rmdir(directory);
 }
