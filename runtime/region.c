@@ -380,8 +380,9 @@ static void atfork_child(void)
  * first copy's, and the first copy's wrappers forward to the second's.
  * The second copy stands down: it claims no record, writes no region,
  * registers nothing, and its wrappers pass every call on (their tries
- * change nothing the program sees).  Its own region stays without its
- * magic, so no reader takes it for the process's.
+ * change nothing the program sees).  Its own region holds only the magic
+ * TDSTAT_REGION_MAGIC_ELSEWHERE and the address of the first copy's, so a
+ * reader whose symbol lookup found this copy goes there.
  */
 static bool another_copy_owns_region(void)
 {
@@ -392,6 +393,10 @@ static bool another_copy_owns_region(void)
 
 static void stand_down(void)
 {
+	/* The one thing it writes: where readers find the region in use. */
+	tdshim_own_region.header.elsewhere = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, TDSTAT_REGION_SYMBOL);
+	cmm_smp_wmb();
+	CMM_STORE_SHARED(tdshim_own_region.header.magic, TDSTAT_REGION_MAGIC_ELSEWHERE);
 	tdshim_standing_down = true;
 	tdshim_inline_mutex_kind = TDSHIM_MUTEX_KIND_NEVER_INLINE;
 }

@@ -41,6 +41,19 @@ TDDB_EXPORT td_err_e td_ta_new(struct ps_prochandle *ph, td_thragent_t **ta)
 		return TD_DBERR;
 	if (ps_pdread(ph, region, &header, sizeof(header)) != PS_OK)
 		return TD_DBERR;
+	/* A second copy of the shim that stood down points at the region in
+	 * use: one hop, to a region that must be a real one. */
+	if (header.magic == TDSTAT_REGION_MAGIC_ELSEWHERE) {
+		psaddr_t elsewhere = (psaddr_t)(uintptr_t)header.elsewhere;
+
+		if (!elsewhere || ((uintptr_t)elsewhere & 7u) != 0 || elsewhere == region)
+			return TD_DBERR;
+		region = elsewhere;
+		if (ps_pdread(ph, region, &header, sizeof(header)) != PS_OK)
+			return TD_DBERR;
+		if (header.magic == TDSTAT_REGION_MAGIC_ELSEWHERE)
+			return TD_DBERR;
+	}
 	err = tddb_geometry_from_header(&header, &geometry);
 	if (err != TD_OK)
 		return err;

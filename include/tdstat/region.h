@@ -39,6 +39,10 @@
 
 /* "tdstatR\x01" read as a little-endian 64-bit number. */
 #define TDSTAT_REGION_MAGIC UINT64_C(0x0152746174736474)
+/* "tdstatE\x01": a copy of the shim that stood down because another copy
+ * was preloaded first; header.elsewhere is the address of the region in
+ * use (in the same process).  Nothing else of its region is written. */
+#define TDSTAT_REGION_MAGIC_ELSEWHERE UINT64_C(0x0145746174736474)
 #define TDSTAT_ABI_MAJOR 2
 #define TDSTAT_ABI_MINOR 0
 
@@ -259,7 +263,8 @@ struct tdstat_region_header {
 	uint32_t detail_size;
 	uint64_t commit_lag_ns;   /* TDSTAT_COMMIT_LAG_NS of this writer */
 	struct tdstat_layout layout;
-	uint8_t pad0[88];        /* control starts on its own cache line */
+	uint64_t elsewhere;       /* with TDSTAT_REGION_MAGIC_ELSEWHERE only */
+	uint8_t pad0[80];        /* control starts on its own cache line */
 	struct tdstat_control control; /* own cache line: read on slow paths */
 	struct tdstat_status status;   /* own cache line: written on create/exit */
 };

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "command.h"
 
@@ -109,3 +110,41 @@ Test(kinds, openmp_barrier_waits_are_untracked_not_work)
 	tdtest_wait(&target, COMMAND_TIMEOUT_MS);
 }
 #endif
+
+/* Two copies of the shim preloaded, in either order: the second stands
+ * down and points at the first's region, and tdstat reads that one,
+ * whichever copy its symbol lookup finds (issue 10, item 8). */
+static void read_two_copies(bool copy_first)
+{
+	static const char *const env[] = { "TDSTAT_ENABLE=1", NULL };
+	char directory[] = "/tmp/tdstat-copies-XXXXXX", copy[256], preload[4096], command[4400];
+	struct tdtest_child target;
+	char pid[16], *output;
+	double value;
+
+	cr_assert_not_null(mkdtemp(directory));
+	snprintf(copy, sizeof(copy), "%s/libtdshim.so", directory);
+	snprintf(command, sizeof(command), "cp '%s' '%s'", tdtest_shim_path(), copy);
+	cr_assert_eq(system(command), 0);
+	snprintf(preload, sizeof(preload), "%s:%s", copy_first ? copy : tdtest_shim_path(),
+		 copy_first ? tdtest_shim_path() : copy);
+	const char *const argv[] = { KINDS_WORKLOAD_PATH, NULL };
+	struct tdtest_spawn_options options = { .preload = preload, .env = env };
+	char line[64];
+
+	cr_assert_eq(tdtest_spawn(&target, argv, &options), 0);
+	cr_assert_geq(tdtest_read_line(&target, line, sizeof(line), COMMAND_TIMEOUT_MS), 0);
+	snprintf(pid, sizeof(pid), "%d", (int)target.pid);
+	tdtest_sleep_ms(200);
+	const char *const args[] = { "--json", "-c", "1", pid, NULL };
+	cr_assert_eq(exit_code(run_tdstat(args, &output)), 0, "%s", output);
+	cr_assert(json_number(output, "nthreads", &value) && value == 6, "%s", output);
+	free(output);
+	kill(target.pid, SIGKILL);
+	tdtest_wait(&target, COMMAND_TIMEOUT_MS);
+	unlink(copy);
+	rmdir(directory);
+}
+
+Test(kinds, two_copies_of_the_shim_read_once) { read_two_copies(false); }
+Test(kinds, two_copies_of_the_shim_read_once_either_order) { read_two_copies(true); }
