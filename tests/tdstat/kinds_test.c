@@ -6,12 +6,28 @@
  */
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "command.h"
+
+/* The target of the running test, killed however the test ends (a failed
+ * assertion ends it early), so no target outlives it. */
+static pid_t running_target = -1;
+
+static void kill_target(void)
+{
+	if (running_target > 0) {
+		kill(running_target, SIGKILL);
+		waitpid(running_target, NULL, 0);
+	}
+	running_target = -1;
+}
+
+TestSuite(kinds, .fini = kill_target);
 
 static char *second_line(char *output)
 {
@@ -30,6 +46,7 @@ static void start(struct tdtest_child *child, const char *path, const char *cons
 	char line[64];
 
 	cr_assert_eq(tdtest_spawn(child, argv, &options), 0);
+	running_target = child->pid;
 	cr_assert_geq(tdtest_read_line(child, line, sizeof(line), COMMAND_TIMEOUT_MS), 0);
 	cr_assert_str_eq(line, "ready");
 }
@@ -133,6 +150,7 @@ static void read_two_copies(bool copy_first)
 	char line[64];
 
 	cr_assert_eq(tdtest_spawn(&target, argv, &options), 0);
+	running_target = target.pid;
 	cr_assert_geq(tdtest_read_line(&target, line, sizeof(line), COMMAND_TIMEOUT_MS), 0);
 	snprintf(pid, sizeof(pid), "%d", (int)target.pid);
 	tdtest_sleep_ms(200);
