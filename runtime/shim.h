@@ -145,7 +145,8 @@ static inline bool tdshim_gathering(void)
 /*
  * Wake-up stamps (runtime/wake.c).  A thread that wakes others (an unlock
  * with waiters, a signal, a post, a futex wake, a barrier arrival, a
- * thread exit) stamps the object's slot with the time, before the wake;
+ * thread exit) stamps the object's slot with the time, right after the
+ * wake (a thread's exit: before it);
  * a waiter that returns from a wait on that object takes the stamp as the
  * moment it was woken.  Slots are a fixed hash table of single 64-bit
  * words (time and a tag of the object): no lock, no allocation, and a

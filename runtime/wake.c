@@ -5,7 +5,7 @@
  * The kernel counts a woken thread as runnable from the wake-up (it waits
  * in the run queue until a CPU is free); the waiter itself learns of it
  * only when it runs again.  Wakers stamp the object they wake waiters of
- * (the slot of its address in a fixed table) just before the wake; a
+ * (the slot of its address in a fixed table) just after the wake; a
  * waiter reads its objects' slots when its wait returns, and a timed wait
  * that ran its course was woken at its deadline plus half the timer slack.
  *
@@ -13,9 +13,14 @@
  * of the object, written and read whole, so it never tears; two objects
  * that share a slot are told apart by the tag, or cost one wake-up's
  * precision when the tag collides too.  Memory ordering: the stamp is a
- * plain store before the wake's syscall, which orders it before the
- * woken thread's return; a waiter reading a stamp from a wake that was
- * not its own only ever gets a time inside its wait (it checks).
+ * plain store right after the wake's syscall; a woken thread that runs
+ * before it is written finds no newer stamp and counts from its return
+ * (it did not wait for a CPU), one that waits in the run queue finds it
+ * (the kernel counts the wake from when it reaches the thread, tens of
+ * microseconds after the waker asked on an idle CPU of a virtual
+ * machine: a stamp before the wake counted that as runnable).  A waiter
+ * reading a stamp from a wake that was not its own only ever gets a time
+ * inside its wait (it checks).
  */
 #include "shim.h"
 

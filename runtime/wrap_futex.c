@@ -87,15 +87,18 @@ __attribute__((noinline)) static long futex_waitv_call(long a1, long a2, long a3
 	return tdshim_real_syscall(SYS_futex_waitv, a1, a2, a3, a4, a5, a6);
 }
 
-static void stamp_futex_wake(long a1, long a2, long a5)
+/* After a wake that woke someone (its result counts them); errno is the
+ * call's (a clock read does not touch it). */
+static long stamp_futex_wake(long result, long a1, long a2, long a5)
 {
 	int words = futex_woken_words((int)a2 & FUTEX_CMD_MASK);
 
-	if (words == 0 || !tdshim_gathering())
-		return;
+	if (result <= 0 || words == 0 || !tdshim_gathering())
+		return result;
 	tdshim_wake_stamp((const void *)a1);
 	if (words == 2)
 		tdshim_wake_stamp((const void *)a5);
+	return result;
 }
 
 TDSHIM_EXPORT long syscall(long number, ...)
@@ -116,7 +119,7 @@ TDSHIM_EXPORT long syscall(long number, ...)
 	if (number == SYS_futex) {
 		if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
 			return futex_wait_call(a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
-		stamp_futex_wake(a1, a2, a5);
+		return stamp_futex_wake(tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6), a1, a2, a5);
 	} else if (number == SYS_futex_waitv) {
 		return futex_waitv_call(a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
 	}

@@ -167,15 +167,15 @@ TDSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t cloc
  * Unlock.  The default mutex is released here with glibc's own protocol
  * (the owner field cleared, one user less, the word exchanged to 0 and a
  * waiter woken if it was 2), so its waiters learn the moment of the
- * wake-up from the stamp written just before the wake.  Every other type
- * goes to glibc, after a stamp when its word says someone may wait
+ * wake-up from the stamp written just after the wake.  Every other type
+ * goes to glibc, then a stamp when its word said someone may wait
  * (2 for the normal kinds, FUTEX_WAITERS for robust and PI mutexes).
  * The uncontended path reads no clock.
  */
 __attribute__((noinline)) static void wake_default_waiter(pthread_mutex_t *mutex)
 {
-	tdshim_wake_stamp_if_gathering(mutex);
 	tdshim_futex(&mutex->__data.__lock, FUTEX_WAKE_PRIVATE, 1, NULL);
+	tdshim_wake_stamp_if_gathering(mutex);
 }
 
 __attribute__((noinline)) static int unlock_other_type(pthread_mutex_t *mutex)
@@ -183,9 +183,10 @@ __attribute__((noinline)) static int unlock_other_type(pthread_mutex_t *mutex)
 	unsigned int word = (unsigned int)CMM_LOAD_SHARED(mutex->__data.__lock);
 
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_unlock);
-	if (word == 2 || (word & FUTEX_WAITERS))
+	int error = tdshim_real_pthread_mutex_unlock(mutex);
+	if (error == 0 && (word == 2 || (word & FUTEX_WAITERS)))
 		tdshim_wake_stamp_if_gathering(mutex);
-	return tdshim_real_pthread_mutex_unlock(mutex);
+	return error;
 }
 
 TDSHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mutex)

@@ -136,9 +136,13 @@ TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t c
 
 /*
  * A condvar waiter is woken by a signal or broadcast (stamped on the
- * condvar), and then may sleep again on the mutex inside the call
- * (stamped on the mutex by its unlocker): the later of the two is its
- * wake-up.
+ * condvar).  It may then sleep again on the mutex inside the call; the
+ * mutex's stamps are not taken for its wake-up all the same: they come
+ * from every unlock that wakes someone, most of them (in a pool of
+ * workers sharing one mutex) other threads' wake-ups, which would date
+ * this one too late.  The time asleep on the mutex after a signal counts
+ * as runnable; in the common "signal, then unlock" it is the rest of the
+ * signaller's critical section.
  *
  * Before it sleeps, glibc's condvar wait releases the mutex itself; when
  * the mutex has waiters that release is a futex wake, a system call on
@@ -194,7 +198,7 @@ TDSHIM_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_wait);
 	uint64_t cpu = cond_wait_cpu_begin(mutex);
-	TDSHIM_WAIT_SCOPE_FULL(TDSTAT_WAIT_COND, cond, mutex, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_COND, cond);
 	int error = tdshim_real_pthread_cond_wait(cond, mutex);
 	cond_wait_cpu_end(&tdshim_scope_, cpu);
 	return error;
@@ -205,7 +209,7 @@ TDSHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_timedwait);
 	uint64_t cpu = cond_wait_cpu_begin(mutex);
-	TDSHIM_WAIT_SCOPE_FULL(TDSTAT_WAIT_COND, cond, mutex, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_COND, cond);
 	int error = tdshim_real_pthread_cond_timedwait(cond, mutex, abstime);
 	cond_wait_cpu_end(&tdshim_scope_, cpu);
 	if (error == ETIMEDOUT) {
@@ -220,7 +224,7 @@ TDSHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_clockwait);
 	uint64_t cpu = cond_wait_cpu_begin(mutex);
-	TDSHIM_WAIT_SCOPE_FULL(TDSTAT_WAIT_COND, cond, mutex, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_COND, cond);
 	int error = tdshim_real_pthread_cond_clockwait(cond, mutex, clock, abstime);
 	cond_wait_cpu_end(&tdshim_scope_, cpu);
 	if (error == ETIMEDOUT) {
@@ -231,35 +235,50 @@ TDSHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *
 }
 
 /* glibc's condvar counts its waiters in __wrefs (from bit 3 up) and
- * returns at once when there are none; so do the stamps. */
-static void stamp_if_cond_waiters(pthread_cond_t *cond)
+ * returns at once when there are none; so do the stamps.  A stamp is
+ * written after the wake (here and in every waker): the kernel counts the
+ * woken thread runnable from when the wake reaches it, which on an idle
+ * CPU of a virtual machine can be tens of microseconds after the waker
+ * asked; a waiter that already runs by then finds no newer stamp and
+ * counts from its return, as it should. */
+static bool cond_has_waiters(const pthread_cond_t *cond)
 {
-	if (CMM_LOAD_SHARED(cond->__data.__wrefs) >> 3)
-		tdshim_wake_stamp_if_gathering(cond);
+	return CMM_LOAD_SHARED(cond->__data.__wrefs) >> 3;
 }
 
 TDSHIM_EXPORT int pthread_cond_signal(pthread_cond_t *cond)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_signal);
-	stamp_if_cond_waiters(cond);
-	return tdshim_real_pthread_cond_signal(cond);
+	bool waiters = cond_has_waiters(cond);
+	int error = tdshim_real_pthread_cond_signal(cond);
+	if (waiters)
+		tdshim_wake_stamp_if_gathering(cond);
+	return error;
 }
 
 TDSHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t *cond)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_broadcast);
-	stamp_if_cond_waiters(cond);
-	return tdshim_real_pthread_cond_broadcast(cond);
+	bool waiters = cond_has_waiters(cond);
+	int error = tdshim_real_pthread_cond_broadcast(cond);
+	if (waiters)
+		tdshim_wake_stamp_if_gathering(cond);
+	return error;
 }
 
-/* Every arrival stamps the barrier: the last one, which releases the
- * others, stamps last. */
+/* Every thread stamps the barrier when its wait returns: the first to
+ * return, the last arrival, which woke the others, stamps first. */
 TDSHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *barrier)
 {
+	int result;
+
 	TDSHIM_REQUIRE_PTHREAD(pthread_barrier_wait);
+	{
+		TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_BARRIER, barrier);
+		result = tdshim_real_pthread_barrier_wait(barrier);
+	}
 	tdshim_wake_stamp_if_gathering(barrier);
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_BARRIER, barrier);
-	return tdshim_real_pthread_barrier_wait(barrier);
+	return result;
 }
 
 /* Whether it will wait is unknown: BLOCKED for the whole call. */
@@ -479,9 +498,10 @@ TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct 
 __attribute__((noinline)) static int sem_post_slow(sem_t *semaphore, bool waiters)
 {
 	TDSHIM_REQUIRE_LIBC(sem_post);
-	if (waiters)
+	int result = tdshim_real_sem_post(semaphore);
+	if (waiters && result == 0)
 		tdshim_wake_stamp_if_gathering(semaphore);
-	return tdshim_real_sem_post(semaphore);
+	return result;
 }
 
 TDSHIM_EXPORT int sem_post(sem_t *semaphore)
@@ -513,11 +533,13 @@ TDSHIM_EXPORT int sem_post(sem_t *semaphore)
 __attribute__((noinline)) static int rwlock_unlock_slow(pthread_rwlock_t *lock)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_unlock);
-	if ((CMM_LOAD_SHARED(lock->__data.__readers) & RWLOCK_WAITERS_MASK) ||
-	    (CMM_LOAD_SHARED(lock->__data.__writers_futex) & 0x80000000u) ||
-	    (CMM_LOAD_SHARED(lock->__data.__wrphase_futex) & 0x80000000u))
+	bool waiters = (CMM_LOAD_SHARED(lock->__data.__readers) & RWLOCK_WAITERS_MASK) ||
+		       (CMM_LOAD_SHARED(lock->__data.__writers_futex) & 0x80000000u) ||
+		       (CMM_LOAD_SHARED(lock->__data.__wrphase_futex) & 0x80000000u);
+	int error = tdshim_real_pthread_rwlock_unlock(lock);
+	if (waiters && error == 0)
 		tdshim_wake_stamp_if_gathering(lock);
-	return tdshim_real_pthread_rwlock_unlock(lock);
+	return error;
 }
 
 TDSHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *lock)
