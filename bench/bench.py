@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "tests", "accuracy"))
 import accuracy  # noqa: E402
 
-SECTIONS = ("overhead", "instructions", "scaling", "reader", "accuracy", "alternatives")
+SECTIONS = ("overhead", "instructions", "scaling", "reader", "accuracy", "programs", "alternatives")
 LTTNG_WRAPPER = "liblttng-ust-pthread-wrapper.so.1"
 
 
@@ -150,9 +150,10 @@ class Bench:
 
     OVERHEAD = (
         # name, label, iterations, cpus, budget
-        ("mutex", "uncontended mutex lock+unlock", 10_000_000, "0", 1.03),
-        ("rwlock", "rwlock rdlock+unlock, uncontended", 10_000_000, "0", 1.05),
-        ("sem", "sem_post+sem_wait without waiting", 10_000_000, "0", 1.05),
+        ("mutex", "uncontended mutex lock+unlock", 10_000_000, "0", 1.00),
+        ("rwlock", "rwlock rdlock+unlock, uncontended", 10_000_000, "0", 1.00),
+        ("sem", "sem_post+sem_wait without waiting", 10_000_000, "0", 1.00),
+        ("syscall", "syscall(SYS_getpid) through libc's syscall()", 5_000_000, "0", 1.02),
         ("handoff", "contended mutex hand-off, 2 threads, one per CPU", 1_000_000, "0,1", 1.05),
         ("condvar", "condvar ping-pong, both on CPU 0", 100_000, "0", 1.05),
         ("sempingpong", "semaphore ping-pong, both on CPU 0", 100_000, "0", 1.05),
@@ -375,6 +376,15 @@ class Bench:
                          self.verdict(r.holds))
 
     # -- 5. alternatives -----------------------------------------------------------
+
+    def section_programs(self):
+        """Real programs, bare and preloaded: wall time (bench/real_programs.py)."""
+        import real_programs
+        log("5. real programs, wall time, alternating runs")
+        real_programs.measure(self.shim, 1 if self.args.smoke else max(7, self.runs),
+                              lambda name, b, t, r: self.row(
+                                  "5 programs", name, f"bare {b:.3f} s", f"tdstat {t:.3f} s",
+                                  f"{r:.3f}x", "<= 1.02x", self.verdict(r <= 1.02)))
 
     def section_alternatives(self):
         self.alternatives_measure()

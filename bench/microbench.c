@@ -2,7 +2,7 @@
 /*
  * Micro-benchmarks of the calls the shim wraps, run bare and preloaded by
  * bench/bench.py.  Prints "<name> <ns per operation>".
- *   microbench mutex|rwlock|sem|condvar|sempingpong|handoff|create|pipe [ITERATIONS]
+ *   microbench mutex|rwlock|sem|condvar|sempingpong|handoff|create|pipe|syscall [ITERATIONS]
  *   microbench scale [ITERATIONS] [THREADS]
  * A second thread is always alive, so glibc takes its multi-threaded
  * paths (a single-threaded process skips the atomic instructions).
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -242,6 +243,17 @@ static double bench_pipe(long n)
 	return (cpu_ns() - start) / n;
 }
 
+/* libc's syscall() with a call that never waits: what the interposed
+ * syscall() costs every other system call made through it. */
+static double bench_syscall(long n)
+{
+	double start = cpu_ns();
+
+	for (long i = 0; i < n; i++)
+		syscall(SYS_getpid);
+	return (cpu_ns() - start) / n;
+}
+
 /*
  * The same lock-heavy work split among `scale_threads` threads: each
  * iteration locks and unlocks a mutex, read-locks and unlocks a rwlock,
@@ -310,6 +322,7 @@ static const struct {
 	{ "handoff", bench_handoff, 2000000 },
 	{ "create", bench_create, 20000 },
 	{ "pipe", bench_pipe, 1000000 },
+	{ "syscall", bench_syscall, 5000000 },
 	{ "scale", bench_scale, 2000000 },
 };
 
