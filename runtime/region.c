@@ -82,18 +82,37 @@ struct tdstat_detail *tdshim_detail_of(const struct tdstat_record *record)
  * The full barrier orders the store before the second clock read, which
  * is a load of the vDSO's data and would otherwise pass the store.
  */
+#define ANNOUNCE_TRIES_MAX 8
+
 static uint64_t announce_change(struct tdstat_record *record)
 {
-	uint64_t moment = tdshim_now_ns();
+	uint64_t moment = tdshim_now_ns(), stall = CMM_LOAD_SHARED(tdstat_region.header.stall_ns);
 
-	for (;;) {
+	/* Bounded, so a writer never waits on its own clock: a clock slower
+	 * than the stall bound measured at start (it changed clock source)
+	 * loses only the guarantee, never the thread. */
+	for (int tries = 1;; tries++) {
 		CMM_STORE_SHARED(record->pending_ns, moment);
 		cmm_smp_mb();
 		uint64_t again = tdshim_now_ns();
-		if (again - moment <= TDSTAT_STALL_NS)
+		if (again - moment <= stall || tries == ANNOUNCE_TRIES_MAX)
 			return moment;
 		moment = again;
 	}
+}
+
+/* The stall bound of step 1: at least the default, and four times what
+ * a clock read costs here (no vDSO clock source: a system call). */
+static uint64_t measure_stall_bound(void)
+{
+	uint64_t fastest = UINT64_MAX;
+
+	for (int i = 0; i < 8; i++) {
+		uint64_t before = tdshim_now_ns(), after = tdshim_now_ns();
+		if (after - before < fastest)
+			fastest = after - before;
+	}
+	return max_u64(TDSTAT_STALL_NS, 4 * fastest);
 }
 
 /*
@@ -273,6 +292,7 @@ static void fill_header(void)
 	struct tdstat_region_header *header = &tdstat_region.header;
 
 	tdstat_region_header_describe(header, TDSTAT_RECORD_CAPACITY);
+	header->stall_ns = measure_stall_bound();
 	header->status.capacity = capacity_from_environment();
 	header->status.pid = getpid();
 	header->status.start_ns = tdshim_now_ns();

@@ -201,6 +201,7 @@ static inline void tdshim_testcancel(void)
 }
 
 /* Thread lifecycle (runtime/thread.c). */
+void tdshim_thread_end(void);
 void tdshim_thread_adopt(void);
 pid_t tdshim_fetch_tid(void);
 
@@ -235,6 +236,8 @@ struct tdshim_wait_scope {
 	const void *site;
 	const void *wake_keys[2];
 	uint64_t deadline_ns;   /* monotonic; 0: none */
+	uint64_t timeout_ns;    /* or relative to the wait's start; 0: none */
+	bool never_slept;       /* the call returned without sleeping (EAGAIN) */
 	uint64_t cpu_inside_ns; /* CPU time the call spent on a CPU, if measured */
 	bool timed_out;         /* the call said its timeout expired */
 };
@@ -269,6 +272,12 @@ void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_sc
 		.site = (site_),                                                              \
 	};                                                                                    \
 	tdshim_wait_begin(&tdshim_scope_)
+
+/* Copies a timespec the caller passed, or false when it is unreadable
+ * (the real call then fails with EFAULT): never a crash of our own. */
+bool tdshim_copy_timespec(const struct timespec *from, struct timespec *to);
+/* A relative timeout in ns (0 when invalid), from a readable timespec. */
+uint64_t tdshim_timespec_ns(const struct timespec *time);
 
 /* Monotonic deadline of a relative timeout, from now (timespec). */
 uint64_t tdshim_deadline_after(const struct timespec *timeout);

@@ -53,8 +53,8 @@ static void end_tracking(void)
 	if (self->exited)
 		return;
 	self->exited = true;
-	/* A joiner is woken by this thread's exit, a moment from now. */
-	tdshim_wake_stamp_if_gathering((const void *)pthread_self());
+	/* No wake-up stamp for a joiner here: destructors that run after
+	 * this one may keep the thread for long before the kernel wakes it. */
 	if (self->record) {
 		/* Forget the record before giving it back: a signal handler
 		 * that waits from here on must not write a slot that another
@@ -75,6 +75,13 @@ static void end_tracking(void)
 }
 
 static void end_tracking_at_thread_exit(void *unused)
+{
+	end_tracking();
+}
+
+/* A thread ending through the exit system call itself (syscall(SYS_exit)),
+ * which skips every destructor. */
+void tdshim_thread_end(void)
 {
 	end_tracking();
 }
@@ -104,12 +111,32 @@ static void register_exit_hook(bool main_thread_possible)
 static void begin_tracking(struct tdstat_record *record)
 {
 	struct tdshim_thread *self = &tdshim_self;
+	struct tdstat_record *adopted = self->record;
 
+	/* A handler arriving from here on writes nothing (and adopts
+	 * nothing): this write of the record is the only one. */
+	self->writing_frame = __builtin_frame_address(0);
+	self->writing = 1;
+	cmm_barrier();
+	/* A signal handler that waited before this (a signal delivered at
+	 * the thread's very start, in glibc's start_thread) adopted the
+	 * thread into a record of its own: give that back, the creator's
+	 * claim stands. */
+	if (adopted && adopted != record) {
+		self->record = NULL;
+		cmm_barrier();
+		tdshim_record_set_state(adopted, TDSTAT_STATE_FREE);
+		tdshim_slot_release(adopted);
+	} else if (self->overflow && record) {
+		uatomic_dec(&tdstat_region.header.status.overflow_live);
+	}
 	self->record = record;
 	self->overflow = record == NULL;
 	self->exited = false;
 	if (record)
 		tdshim_record_set_owner(record, tdshim_cached_tid(), false);
+	cmm_barrier();
+	self->writing = 0;
 }
 
 static void count_overflow(void)
@@ -295,7 +322,7 @@ void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 	self->outer_scope = scope;
 	cmm_barrier();
 	if (caa_unlikely(!self->record)) {
-		if (self->exited || self->overflow)
+		if (self->exited || self->overflow || self->writing)
 			return;
 		tdshim_ensure_init();
 		tdshim_thread_adopt();
@@ -317,11 +344,14 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 {
 	uint64_t woken = 0;
 
-	if (scope->deadline_ns && (scope->timed_out || scope->kind == TDSTAT_WAIT_SLEEP)) {
+	if (scope->never_slept)
+		return since;
+	uint64_t deadline = scope->deadline_ns ? scope->deadline_ns : scope->timeout_ns ? since + scope->timeout_ns : 0;
+	if (deadline && (scope->timed_out || scope->kind == TDSTAT_WAIT_SLEEP)) {
 		/* The kernel fires the timer between the deadline and the
 		 * deadline plus the slack, early when another timer or
 		 * interrupt comes first: take the middle. */
-		uint64_t expiry = scope->deadline_ns + tdshim_timer_slack_ns / 2;
+		uint64_t expiry = deadline + tdshim_timer_slack_ns / 2;
 		/* One past the change's own moment (a sleep cut short) is
 		 * clamped to it by the change: no clock read here. */
 		return expiry > since ? expiry : 0;

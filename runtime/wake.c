@@ -64,6 +64,33 @@ static uint64_t timespec_ns(const struct timespec *time)
 	return (uint64_t)time->tv_sec * 1000000000u + (uint64_t)time->tv_nsec;
 }
 
+uint64_t tdshim_timespec_ns(const struct timespec *time)
+{
+	if (time->tv_sec < 0 || time->tv_nsec < 0 || time->tv_nsec >= 1000000000L)
+		return 0;
+	return timespec_ns(time);
+}
+
+/* Through the kernel, which answers EFAULT where a plain load would fault;
+ * where process_vm_readv is not allowed (a seccomp policy), a plain load,
+ * as before. */
+bool tdshim_copy_timespec(const struct timespec *from, struct timespec *to)
+{
+	struct iovec local = { to, sizeof(*to) }, remote = { (void *)from, sizeof(*to) };
+	TDSHIM_SAVE_ERRNO();
+	ssize_t copied = process_vm_readv(tdshim_cached_tid(), &local, 1, &remote, 1, 0);
+	int failure = errno;
+
+	TDSHIM_RESTORE_ERRNO();
+	if (copied == (ssize_t)sizeof(*to))
+		return true;
+	if (copied < 0 && (failure == ENOSYS || failure == EPERM)) {
+		*to = *from;
+		return true;
+	}
+	return false;
+}
+
 uint64_t tdshim_deadline_after(const struct timespec *timeout)
 {
 	if (!timeout || timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L)

@@ -43,11 +43,10 @@ static bool is_futex_wait(int command)
 static int futex_woken_words(int command)
 {
 	switch (command) {
+	/* Not the requeues: their result counts waiters moved to another
+	 * word too, which that word's wake wakes later. */
 	case FUTEX_WAKE:
 	case FUTEX_WAKE_BITSET:
-	case FUTEX_REQUEUE:
-	case FUTEX_CMP_REQUEUE:
-	case FUTEX_CMP_REQUEUE_PI:
 	case FUTEX_UNLOCK_PI:
 		return 1;
 	case FUTEX_WAKE_OP:
@@ -61,22 +60,32 @@ __attribute__((noinline)) static long futex_wait_call(long a1, long a2, long a3,
 						      const void *site)
 {
 	int command = (int)a2 & FUTEX_CMD_MASK;
-	/* FUTEX_WAIT's timeout is relative; the others' absolute (and
-	 * FUTEX_LOCK_PI's on CLOCK_REALTIME). */
 	const struct timespec *timeout = (const struct timespec *)a4;
-	uint64_t deadline = 0;
 
-	if (timeout && command == FUTEX_WAIT)
-		deadline = tdshim_deadline_after(timeout);
-	else if (timeout && command != FUTEX_LOCK_PI2)
-		deadline = tdshim_deadline_at(((int)a2 & FUTEX_CLOCK_REALTIME) || command == FUTEX_LOCK_PI
-						      ? CLOCK_REALTIME : CLOCK_MONOTONIC, timeout);
 	/* A requeue-PI waiter is woken on the PI futex (a5). */
 	TDSHIM_WAIT_SCOPE_FULL(TDSTAT_WAIT_FUTEX, a1, command == FUTEX_WAIT_REQUEUE_PI ? (const void *)a5 : NULL,
 			       site);
-	tdshim_scope_.deadline_ns = deadline;
 	long result = tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
-	tdshim_scope_.timed_out = result == -1 && *tdshim_errno() == ETIMEDOUT;
+	int error = result == -1 ? *tdshim_errno() : 0;
+
+	/* The word had changed already: the call never slept, its time was
+	 * on a CPU (SPEC §2: a call that does not wait is no wait). */
+	tdshim_scope_.never_slept = error == EAGAIN;
+	/* The timeout, read only once the kernel read it (it expired): an
+	 * unreadable one gets the kernel's EFAULT, never a fault here.
+	 * FUTEX_WAIT's is relative; the others' absolute (FUTEX_LOCK_PI's
+	 * on CLOCK_REALTIME). */
+	if (error == ETIMEDOUT && timeout) {
+		tdshim_scope_.timed_out = true;
+		if (command == FUTEX_WAIT)
+			tdshim_scope_.timeout_ns = tdshim_timespec_ns(timeout);
+		else if (command != FUTEX_LOCK_PI2)
+			tdshim_scope_.deadline_ns = tdshim_deadline_at(
+				((int)a2 & FUTEX_CLOCK_REALTIME) || command == FUTEX_LOCK_PI ? CLOCK_REALTIME
+											     : CLOCK_MONOTONIC,
+				timeout);
+	}
+	*tdshim_errno() = error ? error : *tdshim_errno();
 	return result;
 }
 
@@ -116,6 +125,10 @@ TDSHIM_EXPORT long syscall(long number, ...)
 	va_end(arguments);
 
 	tdshim_ensure_init();
+	/* A thread ending through the system call itself runs no destructor:
+	 * its tracking ends here. */
+	if (caa_unlikely(number == SYS_exit))
+		tdshim_thread_end();
 	if (number == SYS_futex) {
 		if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
 			return futex_wait_call(a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());

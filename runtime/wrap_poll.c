@@ -216,7 +216,15 @@ TDSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max_even
 TDSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max_events,
 			       const struct timespec *timeout, const sigset_t *mask)
 {
+	struct timespec copy;
+
 	TDSHIM_REQUIRE_LIBC(epoll_pwait2);
+	/* glibc hands the pointer to the kernel as it is: read it the way
+	 * the kernel would, an unreadable one gets its EFAULT. */
+	if (timeout && !tdshim_copy_timespec(timeout, &copy))
+		return tdshim_real_epoll_pwait2(epfd, events, max_events, timeout, mask);
+	if (timeout)
+		timeout = &copy;
 	if (is_zero(timeout) || !tdshim_timeout_valid(timeout))
 		return tdshim_real_epoll_pwait2(epfd, events, max_events, timeout, mask);
 	int ready = tdshim_real_epoll_pwait2(epfd, events, max_events, &zero_timespec, mask);

@@ -57,8 +57,14 @@ TDSHIM_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struc
 {
 	int signal_number;
 
+	struct timespec copy;
+
 	TDSHIM_REQUIRE_LIBC(sigtimedwait);
-	if (timeout && (!tdshim_timeout_valid(timeout) || (timeout->tv_sec == 0 && timeout->tv_nsec == 0)))
+	/* The kernel reads the timeout: so does this, an unreadable one gets
+	 * its EFAULT. */
+	if (timeout && !tdshim_copy_timespec(timeout, &copy))
+		return tdshim_real_sigtimedwait(set, info, timeout);
+	if (timeout && (!tdshim_timeout_valid(&copy) || (copy.tv_sec == 0 && copy.tv_nsec == 0)))
 		return tdshim_real_sigtimedwait(set, info, timeout);
 	switch (take_pending(set, info, &signal_number)) {
 	case 1:

@@ -5,10 +5,6 @@
  */
 #include "shim.h"
 
-static bool is_zero(const struct timespec *duration)
-{
-	return duration && duration->tv_sec == 0 && duration->tv_nsec == 0;
-}
 
 TDSHIM_EXPORT unsigned int sleep(unsigned int seconds)
 {
@@ -34,26 +30,34 @@ TDSHIM_EXPORT int usleep(useconds_t microseconds)
 	return tdshim_real_usleep(microseconds);
 }
 
+/*
+ * The duration is read only after the call read it (it ran its course):
+ * an unreadable one gets the kernel's EFAULT, as without the shim, never
+ * a fault here.  (So a zero duration makes a transition of no length.)
+ */
 TDSHIM_EXPORT int nanosleep(const struct timespec *duration, struct timespec *remaining)
 {
 	TDSHIM_REQUIRE_LIBC(nanosleep);
-	if (is_zero(duration))
-		return tdshim_real_nanosleep(duration, remaining);
 	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SLEEP, 0, TDSHIM_CALL_SITE());
-	tdshim_scope_.deadline_ns = tdshim_deadline_after(duration);
-	return tdshim_real_nanosleep(duration, remaining);
+	int result = tdshim_real_nanosleep(duration, remaining);
+	if (result == 0)
+		tdshim_scope_.timeout_ns = tdshim_timespec_ns(duration);
+	return result;
 }
 
 TDSHIM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *request,
 				  struct timespec *remaining)
 {
 	TDSHIM_REQUIRE_PTHREAD(clock_nanosleep);
-	if (!(flags & TIMER_ABSTIME) && is_zero(request))
-		return tdshim_real_clock_nanosleep(clock, flags, request, remaining);
 	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SLEEP, 0, TDSHIM_CALL_SITE());
-	/* Only the clocks that tick with time have a deadline here. */
-	if (clock == CLOCK_MONOTONIC || clock == CLOCK_REALTIME)
-		tdshim_scope_.deadline_ns = (flags & TIMER_ABSTIME) ? tdshim_deadline_at(clock, request)
-								    : tdshim_deadline_after(request);
-	return tdshim_real_clock_nanosleep(clock, flags, request, remaining);
+	int error = tdshim_real_clock_nanosleep(clock, flags, request, remaining);
+	/* Only the clocks that tick with time have a deadline, read once
+	 * the call has read it (as nanosleep). */
+	if (error == 0 && (clock == CLOCK_MONOTONIC || clock == CLOCK_REALTIME)) {
+		if (flags & TIMER_ABSTIME)
+			tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, request);
+		else
+			tdshim_scope_.timeout_ns = tdshim_timespec_ns(request);
+	}
+	return error;
 }

@@ -78,7 +78,7 @@ td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, st
 	if (header->header_size > TDDB_HEADER_MAX || header->record_size > TDDB_RECORD_MAX ||
 	    header->detail_size > TDDB_DETAIL_MAX || header->record_capacity > TDDB_CAPACITY_MAX ||
 	    header->records_offset < header->header_size || header->details_offset < header->header_size ||
-	    header->commit_lag_ns > TDDB_COMMIT_LAG_MAX)
+	    header->commit_lag_ns > TDDB_COMMIT_LAG_MAX || header->stall_ns > TDDB_STALL_MAX)
 		return TD_DBERR;
 	records_end = (uint64_t)header->records_offset + (uint64_t)header->record_capacity * header->record_size;
 	details_end = (uint64_t)header->details_offset + (uint64_t)header->record_capacity * header->detail_size;
@@ -99,6 +99,7 @@ td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, st
 	geometry->details_offset = header->details_offset;
 	geometry->detail_size = header->detail_size;
 	geometry->commit_lag_ns = header->commit_lag_ns;
+	geometry->stall_ns = tddb_max_u64(header->stall_ns, TDSTAT_STALL_NS);
 	geometry->abi_minor = header->abi_minor;
 	geometry->layout = *layout;
 	return TD_OK;
@@ -149,6 +150,17 @@ td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_vi
 		err = header_copy(agent, copies[newer]);
 		if (err != TD_OK)
 			break;
+		uint64_t rewriting;
+
+		memcpy(&rewriting, copies[newer] + control + offsetof(struct tdstat_control, rewriting),
+		       sizeof(rewriting));
+		/* A controller between its first and last write: wait for it
+		 * (bounded; one that died there leaves a valid window). */
+		if (rewriting != 0 && attempt < CONTROL_COPIES_MAX / 2) {
+			older = newer;
+			sched_yield();
+			continue;
+		}
 		if (memcmp(copies[older] + control, copies[newer] + control, sizeof(view->control)) == 0) {
 			memcpy(&view->control, copies[newer] + control, sizeof(view->control));
 			memcpy(&view->status, copies[newer] + status, sizeof(view->status));
@@ -334,11 +346,11 @@ static td_err_e record_reread(const struct td_thragent *agent, uint32_t index, u
  * window itself ends at a clock taken after the reads, which every
  * commit the reads saw precedes: no closed interval lies past it.
  */
-static uint64_t reader_clock(void)
+static uint64_t reader_clock(const struct tddb_geometry *geometry)
 {
 	uint64_t now = tddb_monotonic_ns();
 
-	while (tddb_monotonic_ns() < now + 2 * TDSTAT_STALL_NS)
+	while (tddb_monotonic_ns() < now + 2 * geometry->stall_ns)
 		;
 	return now;
 }
@@ -367,7 +379,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	const struct tddb_geometry *geometry = &agent->geometry;
 	uint32_t size = geometry->record_size, detail_size = geometry->detail_size;
 	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(size, detail_size);
-	uint64_t now = reader_clock();
+	uint64_t now = reader_clock(geometry);
 	uint64_t deadline = now + RETRY_BUDGET_NS;
 	unsigned char *first, *second, *details = NULL;
 	uint32_t count, base;
@@ -458,9 +470,24 @@ td_err_e tddb_snapshot(const struct td_thragent *agent, bool detail, struct tddb
 	unsigned __int128 bound, idle_total = 0;
 	td_err_e err;
 
-	err = tddb_threads_visit(agent, detail, add_thread, &sums, &view, &window);
-	if (err != TD_OK)
-		return err;
+	/* A controller that starts a new window while the records are being
+	 * read leaves some of them on the new window and the copied control
+	 * block on the old one: read again (bounded) until the control block
+	 * held still across the reads. */
+	for (int attempt = 0;; attempt++) {
+		struct tddb_header_view after;
+
+		memset(&sums, 0, sizeof(sums));
+		err = tddb_threads_visit(agent, detail, add_thread, &sums, &view, &window);
+		if (err == TD_OK)
+			err = tddb_read_header(agent, &after);
+		if (err != TD_OK)
+			return err;
+		if (memcmp(&after.control, &view.control, sizeof(view.control)) == 0)
+			break;
+		if (attempt == CONTROL_COPIES_MAX)
+			return TD_DBERR;
+	}
 	memset(snapshot, 0, sizeof(*snapshot));
 	snapshot->control = view.control;
 	snapshot->enabled = view.control.window_end_ns == TDSTAT_WINDOW_OPEN;

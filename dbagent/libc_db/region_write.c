@@ -8,7 +8,7 @@
  */
 #include "thread_db_private.h"
 
-#define CONTROL_WRITES_MAX 4
+#define CONTROL_WRITES_MAX 6
 
 struct control_write {
 	uint32_t field;      /* offset in struct tdstat_control */
@@ -95,6 +95,7 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
 		if (err != TD_OK)
 			return err;
 	}
+	plan_add(plan, FIELD(rewriting), 1, old->rewriting);
 	switch (change) {
 	case TDDB_CONTROL_ENABLE:
 		plan_add(plan, FIELD(window_start_ns), start, old->window_start_ns);
@@ -117,6 +118,7 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
 		break;
 	}
 	plan_add(plan, FIELD(generation), old->generation + 1, old->generation);
+	plan_add(plan, FIELD(rewriting), 0, old->rewriting);
 	return TD_OK;
 }
 

@@ -38,6 +38,7 @@ enum tddb_symbol {
 #define TDDB_DETAIL_MAX 4096u
 #define TDDB_CAPACITY_MAX (UINT32_C(1) << 22)
 #define TDDB_COMMIT_LAG_MAX UINT64_C(1000000000)
+#define TDDB_STALL_MAX UINT64_C(1000000)
 
 /* The header fields that never change while a shim runs: the bytes from
  * the magic to the end of the layout table.  A later call that finds other
@@ -53,6 +54,7 @@ struct tddb_geometry {
 	uint32_t details_offset;
 	uint32_t detail_size;
 	uint64_t commit_lag_ns;
+	uint64_t stall_ns;
 	uint16_t abi_minor;
 	struct tdstat_layout layout;
 };

@@ -106,8 +106,9 @@ enum tdstat_wait_kind {
  *
  *   1. if the change closes time in the window: pending_ns = T (its
  *      clock), a full barrier, its clock again; if more than
- *      TDSTAT_STALL_NS passed (it was preempted, stopped or interrupted
- *      between the read and the store), T = that later time, repeat;
+ *      header.stall_ns passed (it was preempted, stopped or interrupted
+ *      between the read and the store), T = that later time, repeat (a
+ *      few times at most);
  *   2. writes the new state into the unpublished copies (the record's
  *      and the detail's), computed from the published ones, with T as
  *      the moment of the change;
@@ -135,6 +136,8 @@ enum tdstat_wait_kind {
  * window and count as zero, and the open interval counts from the
  * window's start.
  */
+/* The default stall bound; a writer whose clock reads take longer (no
+ * vDSO clock source) publishes a larger one in header.stall_ns. */
 #define TDSTAT_STALL_NS UINT64_C(1000)
 
 /* One copy of a record's state: 48 bytes.  X(type, name). */
@@ -199,7 +202,9 @@ struct tdstat_detail {
  * where it is final already, and is frozen for every reader at once.
  * Gathering is on exactly while window_end_ns == TDSTAT_WINDOW_OPEN.
  * generation is bumped after each change so a reader can tell that the
- * block it copied was not being rewritten.
+ * block it copied was not being rewritten; a controller also sets
+ * `rewriting` before its first write and clears it after its last, so a
+ * reader never pairs one window's start with another's CPU clock.
  */
 struct tdstat_control {
 	uint64_t window_start_ns;
@@ -209,7 +214,9 @@ struct tdstat_control {
 	uint64_t generation;
 	int32_t r_concurrency; /* pthread_setconcurrency / td_ta_setconcurrency */
 	uint32_t reserved0;
-	uint64_t reserved[2];
+	uint64_t rewriting;    /* 1 while a controller rewrites the block (its first
+				* and last writes): readers wait for it, bounded */
+	uint64_t reserved1;
 };
 
 /* Written by the shim on thread creation and exit, never on a fast path. */
@@ -264,7 +271,8 @@ struct tdstat_region_header {
 	uint64_t commit_lag_ns;   /* TDSTAT_COMMIT_LAG_NS of this writer */
 	struct tdstat_layout layout;
 	uint64_t elsewhere;       /* with TDSTAT_REGION_MAGIC_ELSEWHERE only */
-	uint8_t pad0[80];        /* control starts on its own cache line */
+	uint64_t stall_ns;        /* this writer's TDSTAT_STALL_NS (step 1), >= the default */
+	uint8_t pad0[72];        /* control starts on its own cache line */
 	struct tdstat_control control; /* own cache line: read on slow paths */
 	struct tdstat_status status;   /* own cache line: written on create/exit */
 };
@@ -295,6 +303,7 @@ static inline void tdstat_region_header_describe(struct tdstat_region_header *he
 	header->detail_size = sizeof(struct tdstat_detail);
 	header->region_size = header->details_offset + (uint64_t)record_capacity * sizeof(struct tdstat_detail);
 	header->commit_lag_ns = TDSTAT_COMMIT_LAG_NS;
+	header->stall_ns = TDSTAT_STALL_NS;
 	header->layout_size = sizeof(struct tdstat_layout);
 	header->layout = (struct tdstat_layout){
 		.control_offset = offsetof(struct tdstat_region_header, control),

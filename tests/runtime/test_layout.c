@@ -56,7 +56,8 @@ Test(layout, control)
 	AT(struct tdstat_control, cpu_end_ns, 24);
 	AT(struct tdstat_control, generation, 32);
 	AT(struct tdstat_control, r_concurrency, 40);
-	AT(struct tdstat_control, reserved, 48);
+	AT(struct tdstat_control, rewriting, 48);
+	AT(struct tdstat_control, reserved1, 56);
 }
 
 Test(layout, status)
