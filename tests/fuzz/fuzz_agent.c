@@ -88,6 +88,7 @@ ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t address, const void *buff
 	}
 	field = at - REGION_ADDRESS - ph->control_offset;
 	if (!((size == 8 && field % 8 == 0 && field <= offsetof(struct tdstat_control, generation)) ||
+	      (size == 8 && field == offsetof(struct tdstat_control, rewriting)) ||
 	      (size == 4 && field == offsetof(struct tdstat_control, r_concurrency)))) {
 		fprintf(stderr, "fuzz_agent: write of %zu bytes at control+%zu\n", size, field);
 		abort();
