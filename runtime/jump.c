@@ -69,10 +69,12 @@ static void before_jump(const struct __jmp_buf_tag *buffer)
 	/* A change of the record that the jump interrupts never resumes. */
 	if (self->writing && jump_leaves_frame(buffer, self->writing_frame))
 		self->writing = 0;
-	if (self->wait_depth != 0 && jump_leaves_frame(buffer, self->outer_scope)) {
-		self->writing = 0;
+	/* A write the jump does not leave (a handler's wait inside the
+	 * thread's own start, say) resumes after it: only that writer may
+	 * write the record, and the scope ends without a change (the wait
+	 * inside it made none). */
+	if (self->wait_depth != 0 && jump_leaves_frame(buffer, self->outer_scope))
 		tdshim_wait_abandon(self, NULL);
-	}
 }
 
 TDSHIM_EXPORT void siglongjmp(sigjmp_buf environment, int value)

@@ -312,7 +312,6 @@ void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 			self->wait_depth++;
 			return;
 		}
-		self->writing = 0;
 		tdshim_wait_abandon(self, NULL);
 	}
 	/* Depth first: a handler arriving now sees a wait in progress (with
