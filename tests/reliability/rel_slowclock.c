@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* From the adversarial review (branch `break`): preloaded before the shim by
+ * rel_review slow-clock.  */
+/* LD_PRELOAD this before libtdshim.so to get what a machine whose clock
+ * source has no vDSO support (hpet, acpi_pm; some VMs) gives: every
+ * clock_gettime is a system call.  SLOWCLOCK_NS adds a busy delay to model
+ * a slow clock read (an HPET read costs ~0.5-2 us). */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static long extra = -1;
+
+int clock_gettime(clockid_t clock, struct timespec *ts)
+{
+	int r = (int)syscall(SYS_clock_gettime, clock, ts);
+	if (extra < 0) { const char *e = getenv("SLOWCLOCK_NS"); extra = e ? atol(e) : 0; }
+	if (extra > 0) {
+		struct timespec a, b;
+		syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &a);
+		do syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &b);
+		while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < extra);
+		*ts = b.tv_sec == ts->tv_sec || clock != CLOCK_MONOTONIC ? *ts : b;
+		if (clock == CLOCK_MONOTONIC) *ts = b;
+	}
+	return r;
+}
