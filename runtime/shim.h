@@ -238,7 +238,6 @@ struct tdshim_wait_scope {
 	uint64_t deadline_ns;   /* monotonic; 0: none */
 	uint64_t timeout_ns;    /* or relative to the wait's start; 0: none */
 	bool never_slept;       /* the call returned without sleeping (EAGAIN) */
-	uint64_t cpu_inside_ns; /* CPU time the call spent on a CPU, if measured */
 	bool timed_out;         /* the call said its timeout expired */
 };
 void tdshim_wait_begin(struct tdshim_wait_scope *scope);

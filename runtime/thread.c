@@ -363,28 +363,6 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 	return woken;
 }
 
-/*
- * The moment from which the thread counts as runnable again: its wake-up
- * (or now, if unknown).  When the CPU time the call spent inside was
- * measured, the runnable part is at least that much: the CPU time holds
- * the work before the sleep and the work after the wake-up, which the
- * time from the wake-up holds already, so the larger of the two is the
- * closer figure (never counting the work after the wake-up twice).
- */
-static uint64_t runnable_from(const struct tdshim_wait_scope *scope, uint64_t since)
-{
-	uint64_t woken = wait_woken(scope, since), now;
-
-	if (!scope->cpu_inside_ns)
-		return woken;
-	now = tdshim_now_ns();
-	if (!woken)
-		woken = now;
-	if (now - woken >= scope->cpu_inside_ns)
-		return woken;
-	return now > since + scope->cpu_inside_ns ? now - scope->cpu_inside_ns : since;
-}
-
 /* Ends the outermost scope: RUNNABLE again, from when the wait was woken. */
 void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_scope *scope)
 {
@@ -393,7 +371,7 @@ void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_sc
 		uint64_t since = CMM_LOAD_SHARED(record->copy[CMM_LOAD_SHARED(record->seq) & 1].since_ns);
 		struct tdshim_change change = {
 			.state = TDSTAT_STATE_RUNNABLE,
-			.woken_ns = scope && tdshim_gathering() ? runnable_from(scope, since) : 0,
+			.woken_ns = scope && tdshim_gathering() ? wait_woken(scope, since) : 0,
 		};
 		change_own_record(self, &change);
 	}
