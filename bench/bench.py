@@ -72,7 +72,7 @@ class Bench:
         self.agentbench = os.path.join(build, "bench", "agentbench")
         self.shim = os.path.join(build, "runtime", "libtdshim.so")
         self.naive = os.path.join(build, "bench", "libnaiveshim.so")
-        self.tdstat = os.path.join(build, "dbagent", "tdstat", "tdstat")
+        self.tdstat = os.path.join(build, "programs", "tdstat", "tdstat")
         for path in (self.microbench, self.workload, self.agentbench, self.shim,
                      self.naive, self.tdstat):
             if not os.path.exists(path):
