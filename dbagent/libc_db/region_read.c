@@ -27,14 +27,6 @@
  * snapshot needs does not depend on what the target claims. */
 #define CHUNK_BYTES (64u * 1024u)
 
-uint64_t tddb_monotonic_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
 static bool field_inside(uint32_t offset, uint32_t width, uint32_t size)
 {
 	return offset <= size && width <= size - offset;
@@ -67,11 +59,15 @@ td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, st
 	const struct tdstat_layout *layout = &header->layout;
 	uint64_t records_end, details_end;
 
-	/* Not a region we know how to read. */
+	/* Not a region we know how to read: another major, or one smaller
+	 * than the first minor of ours.  Any minor of our major is ours
+	 * (SPEC §4 "Growth"): an older one lacks what later minors added,
+	 * which is then absent (TDSTAT_ABI_MINOR's list in region.h), a
+	 * newer one has more, which we do not read.  So the least we
+	 * require is minor 0's, never this reader's own struct sizes. */
 	if (header->magic != TDSTAT_REGION_MAGIC || header->abi_major != TDSTAT_ABI_MAJOR)
 		return TD_VERSION;
-	if (header->header_size < sizeof(struct tdstat_region_header) ||
-	    header->layout_size < sizeof(struct tdstat_layout))
+	if (header->header_size < TDSTAT_ABI_2_0_HEADER_SIZE || header->layout_size < TDSTAT_ABI_2_0_LAYOUT_SIZE)
 		return TD_VERSION;
 
 	/* Ours, but claiming what no shim writes: corrupted. */

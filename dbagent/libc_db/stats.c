@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <tdstat/fraction.h>
+
 #include "thread_db_private.h"
 
 td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns)
@@ -16,12 +18,8 @@ td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns)
 
 	if (pid <= 0)
 		return TD_DBERR;
-	/* The kernel's process CPU clock id of `pid` (CPUCLOCK_SCHED, process
-	 * scope), as glibc's clock_getcpuclockid computes it; calling that
-	 * would add a clock_getres syscall to every snapshot only to check
-	 * what clock_gettime checks anyway. */
-	clockid_t clock = (clockid_t)((~(unsigned int)pid << 3) | 2u);
-	if (clock_gettime(clock, &cpu) != 0)
+	/* Not tdstat_clock_ns: a process CPU clock may read 0 ns. */
+	if (clock_gettime(tdstat_process_cpu_clock(pid), &cpu) != 0)
 		return TD_DBERR;
 	*cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 	return TD_OK;
@@ -66,6 +64,11 @@ td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_
 	stats->cpu_ns = cpu;
 	stats->running_ns = tddb_min_u64(cpu, snapshot.runnable_ns);
 	stats->snapshot_ns = snapshot.now_ns;
+	/* The anchor is in the region since ABI 2.1; in 2.0 its word is
+	 * reserved, whatever it holds: absent (0). */
+	if (agent->geometry.abi_minor >= 1 && snapshot.control.realtime_offset_ns != 0)
+		stats->window_start_realtime_ns = snapshot.window_start_ns +
+						  (uint64_t)snapshot.control.realtime_offset_ns;
 	if (snapshot.detail) {
 		stats->kinds = TDSTAT_WAIT_KIND_COUNT;
 		memcpy(stats->idle_by_kind_ns, snapshot.idle_by_kind_ns, sizeof(stats->idle_by_kind_ns));
@@ -73,49 +76,20 @@ td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_
 	return TD_OK;
 }
 
-static uint64_t fraction_numerator(uint64_t integral, uint64_t denominator, uint64_t window)
-{
-	return tddb_saturate_u64((unsigned __int128)integral * denominator / window);
-}
-
-/*
- * SPEC §2: one denominator D = max(1, |W| in µs), halved while any
- * numerator (or D itself, an int too) would exceed INT_MAX; each numerator
- * is floor(integral * D / |W|), except nidle = nlwps - nrunnable.  Since
- * running <= runnable <= tracked, the numerators keep that order.
- */
+/* SPEC §2's rule, shared with the command (include/tdstat/fraction.h). */
 void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions)
 {
-	uint64_t window = stats->window_ns;
-	uint64_t denominator = tddb_max_u64(1, window / 1000);
-	uint64_t lwps = 0, runnable = 0, running = 0;
+	struct tdstat_fractions rule;
 
+	tdstat_fractions_of(stats->window_ns, stats->lwps_ns, stats->runnable_ns, stats->running_ns, &rule);
 	fractions->nthreads = stats->nthreads;
 	fractions->r_concurrency = stats->r_concurrency;
-	if (window == 0) {
-		denominator = 1;
-	} else {
-		for (;;) {
-			lwps = fraction_numerator(stats->lwps_ns, denominator, window);
-			runnable = fraction_numerator(stats->runnable_ns, denominator, window);
-			running = fraction_numerator(stats->running_ns, denominator, window);
-			if ((lwps <= INT_MAX && denominator <= INT_MAX) || denominator == 1)
-				break;
-			denominator /= 2;
-		}
-	}
-	/* Reached only with D = 1 and more than INT_MAX average threads,
-	 * which no region can describe honestly: clamp, keeping the order. */
-	lwps = tddb_min_u64(lwps, INT_MAX);
-	runnable = tddb_min_u64(runnable, lwps);
-	running = tddb_min_u64(running, runnable);
-
-	fractions->nlwps_num = (int)lwps;
-	fractions->nrunnable_num = (int)runnable;
-	fractions->a_concurrency_num = (int)running;
-	fractions->nidle_num = (int)(lwps - runnable);
-	fractions->nlwps_den = (int)denominator;
-	fractions->nrunnable_den = (int)denominator;
-	fractions->a_concurrency_den = (int)denominator;
-	fractions->nidle_den = (int)denominator;
+	fractions->nlwps_num = rule.lwps_num;
+	fractions->nrunnable_num = rule.runnable_num;
+	fractions->a_concurrency_num = rule.running_num;
+	fractions->nidle_num = rule.idle_num;
+	fractions->nlwps_den = rule.den;
+	fractions->nrunnable_den = rule.den;
+	fractions->a_concurrency_den = rule.den;
+	fractions->nidle_den = rule.den;
 }

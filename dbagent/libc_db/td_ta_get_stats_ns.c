@@ -5,6 +5,8 @@
 
 /* The size every caller must offer: the first version of the struct. */
 #define STATS_NS_FIRST_SIZE (offsetof(td_ta_stats_ns_t, snapshot_ns) + sizeof(uint64_t))
+/* The second version's: a caller this large asks for the kinds. */
+#define STATS_NS_KINDS_SIZE (offsetof(td_ta_stats_ns_t, idle_by_kind_ns) + sizeof(((td_ta_stats_ns_t *)0)->idle_by_kind_ns))
 
 TDDB_EXPORT td_err_e td_ta_get_stats_ns(const td_thragent_t *ta, td_ta_stats_ns_t *statsp)
 {
@@ -19,7 +21,7 @@ TDDB_EXPORT td_err_e td_ta_get_stats_ns(const td_thragent_t *ta, td_ta_stats_ns_
 	if (!statsp || statsp->size < STATS_NS_FIRST_SIZE)
 		err = TD_ERR;
 	else
-		err = tddb_stats_ns(agent, statsp->size >= sizeof(stats), &stats);
+		err = tddb_stats_ns(agent, statsp->size >= STATS_NS_KINDS_SIZE, &stats);
 	tddb_agent_leave(agent);
 	if (err != TD_OK)
 		return err;

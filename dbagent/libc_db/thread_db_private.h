@@ -18,6 +18,7 @@
 #include <proc_service.h>
 #include <thread_db.h>
 
+#include <tdstat/clock.h>
 #include <tdstat/region.h>
 #include <tdstat/thread_db_stats.h>
 
@@ -158,7 +159,11 @@ td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns);
 td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats);
 void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions);
 
-uint64_t tddb_monotonic_ns(void);
+/* The reader's clock (include/tdstat/clock.h). */
+static inline uint64_t tddb_monotonic_ns(void)
+{
+	return tdstat_monotonic_ns();
+}
 
 static inline uint64_t tddb_min_u64(uint64_t a, uint64_t b)
 {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tdstat/ps_live.h>
@@ -209,6 +210,29 @@ Test(live, disable_freezes_enable_and_reset_start_windows)
 	cr_assert_eq(later.enabled, 1);
 	cr_assert_gt(later.window_start_ns, ns.window_start_ns);
 	cr_assert_lt(later.window_ns, ns.window_ns);
+	session_stop(&s);
+}
+
+/* ABI 2.1's wall-clock anchor, written by the shim itself when it starts
+ * its first window: the window's start converts to this machine's wall
+ * clock (within a second: the test compares with its own reading). */
+Test(live, shim_writes_wall_clock_anchor)
+{
+	struct live_options options = { .enable = false };
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	struct timespec wall, mono;
+	struct session s;
+
+	session_start(&s, "sleep", 1, 5, &options);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &ns), TD_OK);
+	clock_gettime(CLOCK_REALTIME, &wall);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	cr_assert_eq(ns.abi_minor, TDSTAT_ABI_MINOR);
+	cr_assert_neq(ns.window_start_realtime_ns, 0, "no anchor from a shim of minor %u", ns.abi_minor);
+	long long offset = (long long)(wall.tv_sec - mono.tv_sec) * 1000000000ll + (wall.tv_nsec - mono.tv_nsec);
+	long long expected = (long long)ns.window_start_ns + offset;
+	cr_assert_leq(llabs((long long)ns.window_start_realtime_ns - expected), 1000000000ll,
+		      "anchor %llu, expected about %lld", (unsigned long long)ns.window_start_realtime_ns, expected);
 	session_stop(&s);
 }
 
