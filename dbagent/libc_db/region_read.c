@@ -236,15 +236,17 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	uint64_t epoch = u64_at(copy, layout->epoch_ns);
 	uint64_t pending = u64_at(bytes->record, layout->record_pending);
 	uint64_t length = window->read_end > window->start ? window->read_end - window->start : 0;
-	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT] = { 0 };
+	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT];
 	bool current = epoch == window->start;
 
+	thread->seq = record_seq(geometry, bytes->record);
 	thread->state = u32_at(copy, layout->state);
 	thread->kind = u32_at(copy, layout->kind);
 	thread->tid = (int32_t)u32_at(copy, layout->tid);
 	thread->generation = u32_at(copy, layout->generation);
 	thread->since_ns = u64_at(copy, layout->since_ns);
 	thread->detail = bytes->detail != NULL;
+	thread->object = thread->site = thread->woken_ns = 0;
 	if (thread->state > TDSTAT_STATE_BLOCKED)
 		return TD_DBERR;
 	if (thread->state == TDSTAT_STATE_BLOCKED && thread->kind >= TDSTAT_WAIT_KIND_COUNT)
@@ -347,13 +349,43 @@ static td_err_e record_reread(const struct td_thragent *agent, uint32_t index, u
  * 2 us margin): the reader's margin covers that too. */
 #define CLOCK_SKEW_MARGIN_NS UINT64_C(20000)
 
+/* The reads begin after the clock is read, so a clock value that margin
+ * earlier is "taken at least the margin before the reads": the same
+ * guarantee as reading the clock and then waiting out the margin, without
+ * the wait (22 us of spinning per snapshot). */
+static uint64_t reader_margin(const struct tddb_geometry *geometry)
+{
+	return 2 * geometry->stall_ns + CLOCK_SKEW_MARGIN_NS;
+}
+
 static uint64_t reader_clock(const struct tddb_geometry *geometry)
 {
 	uint64_t now = tddb_monotonic_ns();
 
-	while (tddb_monotonic_ns() < now + 2 * geometry->stall_ns + CLOCK_SKEW_MARGIN_NS)
+	return now - tddb_min_u64(now, reader_margin(geometry));
+}
+
+/*
+ * A window a controller froze less than the margin ago ends at its clock
+ * less commit_lag_ns, later than the earlier clock less commit_lag_ns up
+ * to which an open wait counts: the first snapshots would fall short of
+ * the frozen figures by up to the margin per waiting thread, and grow to
+ * them.  Wait out the rest of the margin then (at most the margin: only
+ * for an end the controller's clock has passed), so a frozen window reads
+ * the same from its first snapshot on.
+ */
+static uint64_t reader_clock_for(const struct tddb_geometry *geometry, const struct tddb_header_view *view,
+				 uint64_t now)
+{
+	uint64_t end = view->control.window_end_ns, lag = geometry->commit_lag_ns;
+
+	if (end == TDSTAT_WINDOW_OPEN || end > UINT64_MAX - lag - reader_margin(geometry) || end + lag <= now)
+		return now;
+	if (end + lag > tddb_monotonic_ns())
+		return now;
+	while (tddb_monotonic_ns() < end + lag + reader_margin(geometry))
 		;
-	return now;
+	return end + lag;
 }
 
 /* The window's end at `now`: gathering off or the process exiting end it
@@ -389,6 +421,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	err = tddb_read_header(agent, view);
 	if (err != TD_OK)
 		return err;
+	now = reader_clock_for(geometry, view, now);
 	struct record_ends ends = {
 		.start = view->control.window_start_ns,
 		.open_end = window_end_at(view, now),
@@ -420,12 +453,17 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 		if (err == TD_OK)
 			err = region_read(agent, offset, second, (size_t)n * size);
 		ends.read_end = window_end_at(view, tddb_monotonic_ns());
+		/* Most chunks held still between the two reads: one compare
+		 * of the whole chunk clears every record at once (identical
+		 * bytes satisfy the latch's rule), else record by record. */
+		bool chunk_stable = err == TD_OK && memcmp(first, second, (size_t)n * size) == 0;
 		for (i = 0; i < n && err == TD_OK; i++) {
 			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
 			unsigned char *d = detail ? details + (size_t)i * detail_size : NULL;
-			struct tddb_thread thread = { .index = base + i };
+			struct tddb_thread thread;
 
-			if (!record_stable(geometry, a, b)) {
+			thread.index = base + i;
+			if (!chunk_stable && !record_stable(geometry, a, b)) {
 				err = record_reread(agent, base + i, a, b, d, deadline);
 				ends.read_end = window_end_at(view, tddb_monotonic_ns());
 			}
@@ -444,6 +482,9 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 struct process_sums {
 	uint32_t live;
 	uint32_t used;                 /* records that contributed anything */
+	uint32_t runnable_live;
+	uint64_t seq_sum;
+	uint64_t latest_since;
 	unsigned __int128 tracked;
 	unsigned __int128 runnable;
 	unsigned __int128 idle[TDSTAT_WAIT_KIND_COUNT];
@@ -453,13 +494,21 @@ static td_err_e add_thread(const struct tddb_thread *thread, void *context)
 {
 	struct process_sums *sums = context;
 
-	if (thread->state != TDSTAT_STATE_FREE)
+	if (thread->state != TDSTAT_STATE_FREE) {
 		sums->live++;
+		sums->latest_since = tddb_max_u64(sums->latest_since, thread->since_ns);
+	}
+	if (thread->state == TDSTAT_STATE_RUNNABLE)
+		sums->runnable_live++;
 	sums->used++;
+	sums->seq_sum += thread->seq;
 	sums->tracked += thread->tracked_ns;
 	sums->runnable += thread->runnable_ns;
-	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-		sums->idle[k] += thread->idle_ns[k];
+	/* Without the details only the open interval has a kind: the
+	 * per-kind sums are not reported then. */
+	if (thread->detail)
+		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+			sums->idle[k] += thread->idle_ns[k];
 	return TD_OK;
 }
 
@@ -476,18 +525,21 @@ td_err_e tddb_snapshot(const struct td_thragent *agent, bool detail, struct tddb
 	 * block on the old one: read again (bounded) until the control block
 	 * held still across the reads. */
 	for (int attempt = 0;; attempt++) {
-		struct tddb_header_view after;
+		unsigned char after[TDDB_HEADER_MAX];
 
 		memset(&sums, 0, sizeof(sums));
 		err = tddb_threads_visit(agent, detail, add_thread, &sums, &view, &window);
+		/* One copy is enough here: bytes equal to the stable block
+		 * read before the records (its generation and `rewriting`
+		 * included) say no controller changed it since. */
 		if (err == TD_OK)
-			err = tddb_read_header(agent, &after);
+			err = header_copy(agent, after);
 		if (err != TD_OK)
 			return err;
 		/* Controllers that never stop rewriting it (a storm of
 		 * resets) get the last read: readers always make progress,
 		 * and each such snapshot is of a window of its own anyway. */
-		if (memcmp(&after.control, &view.control, sizeof(view.control)) == 0 ||
+		if (memcmp(after + agent->geometry.layout.control_offset, &view.control, sizeof(view.control)) == 0 ||
 		    attempt == CONTROL_COPIES_MAX / 8)
 			break;
 	}
@@ -500,6 +552,10 @@ td_err_e tddb_snapshot(const struct td_thragent *agent, bool detail, struct tddb
 	snapshot->window_ns = window.end - window.start;
 	snapshot->live = sums.live;
 	snapshot->overflow_live = view.status.overflow_live;
+	snapshot->visited = sums.used;
+	snapshot->runnable_live = sums.runnable_live;
+	snapshot->seq_sum = sums.seq_sum;
+	snapshot->latest_since_ns = sums.latest_since;
 	if (snapshot->window_ns == 0)
 		return TD_OK;
 	/* Each record is clamped to |W| already; keep the invariants

@@ -61,9 +61,26 @@ struct tddb_geometry {
 };
 
 /*
+ * The last reading of the target's process CPU clock, and what the
+ * region looked like then (stats.c: when nothing can have run since, the
+ * reading still holds and the kernel is not asked again).
+ */
+struct tddb_cpu_reading {
+	bool valid;
+	uint64_t window_start_ns;  /* the control block's, at the reading */
+	uint64_t cpu_start_ns;
+	uint64_t generation;
+	uint64_t seq_sum;          /* of every record visited */
+	uint32_t visited;          /* records visited */
+	uint32_t live;
+	uint64_t taken_ns;         /* CLOCK_MONOTONIC just before the reading */
+	uint64_t cpu_ns;
+};
+
+/*
  * The agent.  Immutable after td_ta_new except `users`, `deleted` and
- * `registry_next` (registry lock) and the control block in the target
- * (control_lock serializes this agent's writes to it).
+ * `registry_next` (registry lock), `cpu` (control_lock) and the control
+ * block in the target (control_lock serializes this agent's writes to it).
  */
 struct td_thragent {
 	struct td_thragent *registry_next;
@@ -74,6 +91,7 @@ struct td_thragent {
 	struct tddb_geometry geometry;
 	unsigned char identity[TDDB_IDENTITY_SIZE];
 	pthread_mutex_t control_lock;
+	struct tddb_cpu_reading cpu;
 };
 
 /* A consistent copy of the header's mutable parts. */
@@ -91,10 +109,13 @@ struct tddb_window {
 /*
  * One record's published state, decoded (READER.md step 4), and its
  * integrals in the window (step 6).  `detail` tells whether the per-kind
- * figures, object and site were read.
+ * figures, object and site were read.  thread_decode (region_read.c) sets
+ * every field but `index` (the copy loop does not clear it first: that
+ * was a tenth of a snapshot's instructions).
  */
 struct tddb_thread {
 	uint32_t index;
+	uint32_t seq;            /* the latch's: moves on every change */
 	uint32_t state;
 	uint32_t kind;
 	int32_t tid;
@@ -126,6 +147,11 @@ struct tddb_snapshot {
 	uint64_t runnable_ns;
 	uint64_t idle_by_kind_ns[TDSTAT_WAIT_KIND_COUNT]; /* sum to tracked - runnable */
 	uint64_t now_ns;         /* CLOCK_MONOTONIC when the reads began */
+	/* What could have used CPU since an earlier snapshot (stats.c). */
+	uint32_t visited;        /* records visited */
+	uint32_t runnable_live;  /* records RUNNABLE now */
+	uint64_t seq_sum;        /* sum of the visited records' seq */
+	uint64_t latest_since_ns; /* the latest since_ns of a live record */
 };
 
 /* Registry (agent_registry.c).  tddb_agent_enter() checks a handle and
@@ -156,7 +182,7 @@ td_err_e tddb_control_set_concurrency(struct td_thragent *agent, int level);
 
 /* Statistics (stats.c). */
 td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns);
-td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats);
+td_err_e tddb_stats_ns(struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats);
 void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions);
 
 /* The reader's clock (include/tdstat/clock.h). */

@@ -236,6 +236,44 @@ Test(live, shim_writes_wall_clock_anchor)
 	session_stop(&s);
 }
 
+/*
+ * The agent reuses its last reading of the process CPU clock when the
+ * region proves no thread ran since (stats.c).  A thread the shim never
+ * saw (a raw clone) proves nothing: it burns CPU while every record holds
+ * still, and the figures must show it.  An agent that trusted the records
+ * alone reports the same cpu_ns twice.
+ */
+Test(live, cpu_of_an_untracked_thread_is_counted)
+{
+	td_ta_stats_ns_t a = { .size = sizeof(a) }, b = { .size = sizeof(b) };
+	struct session s;
+	char reply[64];
+	uint64_t kernel_before;
+
+	session_start(&s, "condvar", 2, 0, NULL);
+	tdtest_sleep_ms(30);
+	cr_assert(live_command(&s.target, "untracked 400", reply, sizeof(reply)));
+	if (strcmp(reply, "unsupported") == 0) {
+		session_stop(&s);
+		cr_skip_test("no raw clone thread on this architecture");
+	}
+	cr_assert_str_eq(reply, "untracked");
+	/* Main is back in poll() for longer than the commit lag: from here
+	 * on no record changes. */
+	tdtest_sleep_ms(30);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &a), TD_OK);
+	kernel_before = kernel_cpu_ns(s.target.pid);
+	/* Until the kernel has seen the clone burn 50 ms (bounded). */
+	for (int i = 0; i < 500 && kernel_cpu_ns(s.target.pid) < kernel_before + 50000000u; i++)
+		tdtest_sleep_ms(10);
+	cr_assert_geq(kernel_cpu_ns(s.target.pid), kernel_before + 50000000u, "the clone never ran");
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &b), TD_OK);
+	cr_assert_eq(b.window_start_ns, a.window_start_ns);
+	cr_assert_geq(b.cpu_ns, a.cpu_ns + 50000000u, "cpu %llu then %llu: the clone's CPU is missing",
+		      (unsigned long long)a.cpu_ns, (unsigned long long)b.cpu_ns);
+	session_stop(&s);
+}
+
 Test(live, setconcurrency_both_ways)
 {
 	td_ta_stats_t stats;
