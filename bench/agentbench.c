@@ -15,6 +15,12 @@
  *       the region proves nothing ran since its last reading), and the
  *       median CPU us per call (this thread's CPU clock: unlike the
  *       others, hardly changed by other load on the machine).
+ *   agentbench sample SHIM WORKLOAD THREADS HZ SECONDS [MODE]
+ *       starts the workload as `cost` does, then takes td_ta_get_stats_ns
+ *       snapshots with the kinds (what `tdstat` takes for each line) HZ
+ *       times a second for SECONDS.  Prints "sample THREADS HZ US
+ *       SHARE": the reader's median CPU us per snapshot, and the CPU
+ *       all of them used over the run as a share of one CPU.
  *   agentbench compare PID SECONDS
  *       two snapshots of PID, SECONDS apart, each taken beside the
  *       kernel's own figures; prints the averages over that window:
@@ -193,6 +199,41 @@ static int run_cost(const char *shim, const char *workload, const char *threads,
 	return 0;
 }
 
+static int run_sample(const char *shim, const char *workload, const char *threads, double hz, double seconds,
+		      const char *mode)
+{
+	long count = (long)(hz * seconds), taken = 0;
+	double *per_snapshot = calloc(count > 0 ? count : 1, sizeof(*per_snapshot));
+	pid_t pid = start_workload(shim, workload, mode, threads);
+	uint64_t period = (uint64_t)(1e9 / hz), next, begin, cpu_begin;
+	struct target target;
+	td_err_e err;
+
+	target_open(&target, pid);
+	begin = next = monotonic_ns();
+	cpu_begin = tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	for (; taken < count; taken++) {
+		td_ta_stats_ns_t stats = { .size = sizeof(stats) };
+		uint64_t cpu = tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+
+		if ((err = td_ta_get_stats_ns(target.agent, &stats)) != TD_OK)
+			die("td_ta_get_stats_ns", err);
+		per_snapshot[taken] = (tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu) / 1e3;
+		next += period;
+		uint64_t now = monotonic_ns();
+		if (next > now)
+			sleep_s((next - now) / 1e9);
+	}
+	double share = (tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_begin) / (double)(monotonic_ns() - begin);
+	qsort(per_snapshot, taken, sizeof(*per_snapshot), compare_doubles);
+	printf("sample %s %.0f %.3f %.5f\n", threads, hz, taken ? per_snapshot[taken / 2] : 0.0, share);
+	target_close(&target);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	free(per_snapshot);
+	return 0;
+}
+
 struct kernel_view {
 	uint64_t at_ns;
 	uint64_t runnable_ns; /* on CPU + waiting for a CPU, all tasks */
@@ -280,9 +321,13 @@ int main(int argc, char **argv)
 {
 	if ((argc == 6 || argc == 7) && strcmp(argv[1], "cost") == 0)
 		return run_cost(argv[2], argv[3], argv[4], atol(argv[5]), argc == 7 ? argv[6] : "condvar");
+	if ((argc == 7 || argc == 8) && strcmp(argv[1], "sample") == 0)
+		return run_sample(argv[2], argv[3], argv[4], atof(argv[5]), atof(argv[6]),
+				  argc == 8 ? argv[7] : "condvar");
 	if (argc == 4 && strcmp(argv[1], "compare") == 0)
 		return run_compare((pid_t)atol(argv[2]), atof(argv[3]));
 	fprintf(stderr, "usage: agentbench cost SHIM WORKLOAD THREADS CALLS [MODE]\n"
+			"       agentbench sample SHIM WORKLOAD THREADS HZ SECONDS [MODE]\n"
 			"       agentbench compare PID SECONDS\n");
 	return 2;
 }

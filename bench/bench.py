@@ -278,6 +278,19 @@ class Bench:
                          f"{float(med) / goal:.2f} of goal; CPU {float(cpu):.1f} us; "
                          f"kernel process CPU clock {float(clock):.1f} us",
                          f"<= {goal:.0f} us", self.verdict(float(med) <= goal))
+        # What `tdstat -t` at 100 Hz costs in snapshots alone (the 64-bit
+        # call with the kinds, as the command takes them) on 1,000 threads:
+        # the reader's CPU as a share of one CPU (issue 11: the target
+        # slowed <= 1%; on a full machine that share is what it loses).
+        for mode in ("condvar", "queue"):
+            seconds = 1 if self.args.smoke else 10
+            out = subprocess.run([self.agentbench, "sample", self.shim, self.workload, "1000", "100",
+                                  str(seconds), mode], capture_output=True, text=True, check=True).stdout
+            _, _, _, us, share = out.split()
+            shape = "sleeping" if mode == "condvar" else "queued, one running"
+            self.row("3 reader", f"td_ta_get_stats_ns with kinds at 100 Hz, 1000 {shape} threads",
+                     "one CPU", f"{float(us):.1f} us a snapshot", f"{100 * float(share):.2f}% of one CPU",
+                     "<= 1%", self.verdict(float(share) <= 0.01))
         self.section_sampler()
 
     def run_work(self, sampled, seconds, threads):

@@ -258,8 +258,11 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 		thread->object = u64_at(detail, layout->object);
 		thread->site = u64_at(detail, layout->site);
 		thread->woken_ns = u64_at(detail, layout->woken_ns);
-		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			acc_idle[k] = current ? u64_at(detail, layout->acc_idle_ns + k * sizeof(uint64_t)) : 0;
+		/* Contiguous (the layout checked all kind_count fit). */
+		if (current)
+			memcpy(acc_idle, detail + layout->acc_idle_ns, sizeof(acc_idle));
+		else
+			memset(acc_idle, 0, sizeof(acc_idle));
 	}
 
 	/* Closed intervals lie inside the window: clamp hostile values. */
@@ -508,7 +511,8 @@ static td_err_e add_thread(const struct tddb_thread *thread, void *context)
 	 * per-kind sums are not reported then. */
 	if (thread->detail)
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			sums->idle[k] += thread->idle_ns[k];
+			if (thread->idle_ns[k]) /* most kinds of most threads */
+				sums->idle[k] += thread->idle_ns[k];
 	return TD_OK;
 }
 
