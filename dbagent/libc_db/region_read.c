@@ -409,6 +409,90 @@ static struct tddb_window window_of(const struct tddb_header_view *view, uint64_
 	return (struct tddb_window){ .start = view->control.window_start_ns, .end = window_end_at(view, now) };
 }
 
+td_err_e tddb_cache_init(struct td_thragent *agent)
+{
+	memset(&agent->cache, 0, sizeof(agent->cache));
+	return pthread_mutex_init(&agent->cache.lock, NULL) == 0 ? TD_OK : TD_MALLOC;
+}
+
+void tddb_cache_free(struct td_thragent *agent)
+{
+	free(agent->cache.records);
+	free(agent->cache.details);
+	free(agent->cache.held);
+	pthread_mutex_destroy(&agent->cache.lock);
+}
+
+/*
+ * The agent's record cache for `count` records, locked, or NULL: taken
+ * by another snapshot, or no memory.  It grows to the records in use, at
+ * most TDDB_CACHE_BYTES_MAX (records past its slots are read without it).
+ * The agent is otherwise immutable here: the cache is the one part a
+ * snapshot writes, under its lock.
+ */
+static struct tddb_record_cache *cache_acquire(const struct td_thragent *agent, uint32_t count)
+{
+	struct tddb_record_cache *cache = (struct tddb_record_cache *)&agent->cache;
+	uint64_t entry = (uint64_t)agent->geometry.record_size + agent->geometry.detail_size;
+	uint32_t want = (uint32_t)tddb_min_u64(count, TDDB_CACHE_BYTES_MAX / entry);
+
+	if (pthread_mutex_trylock(&cache->lock) != 0)
+		return NULL;
+	if (want > cache->slots) {
+		unsigned char *records = realloc(cache->records, (size_t)want * agent->geometry.record_size);
+		if (records)
+			cache->records = records;
+		unsigned char *details = records ? realloc(cache->details, (size_t)want * agent->geometry.detail_size) : NULL;
+		if (details)
+			cache->details = details;
+		uint8_t *held = details ? realloc(cache->held, want) : NULL;
+		if (!held) {
+			pthread_mutex_unlock(&cache->lock);
+			return NULL;
+		}
+		memset(held + cache->slots, TDDB_CACHED_NONE, want - cache->slots);
+		cache->held = held;
+		cache->slots = want;
+	}
+	return cache;
+}
+
+/* Whether every record of a chunk is its cached image (with its detail,
+ * if wanted): then the one copy just read is consistent (the writer
+ * changes the published copy only after moving seq, and moves pending_ns
+ * first, so bytes equal to a consistent image are that image), and the
+ * cached details are those the records publish. */
+static bool chunk_cached(const struct tddb_record_cache *cache, const unsigned char *records, uint32_t base,
+			 uint32_t n, uint32_t size, bool detail)
+{
+	uint8_t need = detail ? TDDB_CACHED_DETAIL : TDDB_CACHED_RECORD;
+
+	if (!cache || base + n > cache->slots)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (cache->held[base + i] < need)
+			return false;
+	return memcmp(records, cache->records + (size_t)base * size, (size_t)n * size) == 0;
+}
+
+static void cache_keep(struct tddb_record_cache *cache, const struct tddb_geometry *geometry, uint32_t index,
+		       const unsigned char *record, const unsigned char *detail)
+{
+	unsigned char *kept;
+
+	if (!cache || index >= cache->slots)
+		return;
+	kept = cache->records + (size_t)index * geometry->record_size;
+	if (detail) {
+		memcpy(cache->details + (size_t)index * geometry->detail_size, detail, geometry->detail_size);
+		cache->held[index] = TDDB_CACHED_DETAIL;
+	} else if (cache->held[index] == TDDB_CACHED_NONE || memcmp(kept, record, geometry->record_size) != 0) {
+		/* A record that changed publishes another detail copy. */
+		cache->held[index] = TDDB_CACHED_RECORD;
+	}
+	memcpy(kept, record, geometry->record_size);
+}
+
 td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
 			    void *context, struct tddb_header_view *view, struct tddb_window *window)
 {
@@ -418,6 +502,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	uint64_t now = reader_clock(geometry);
 	uint64_t deadline = now + RETRY_BUDGET_NS;
 	unsigned char *first, *second, *details = NULL;
+	struct tddb_record_cache *cache;
 	uint32_t count, base;
 	td_err_e err;
 
@@ -441,28 +526,35 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	second = first + (size_t)per_chunk * size;
 	if (detail)
 		details = second + (size_t)per_chunk * size;
+	cache = cache_acquire(agent, count);
 
 	for (base = 0; base < count && err == TD_OK; base += per_chunk) {
 		uint32_t n = count - base < per_chunk ? count - base : per_chunk;
 		uint64_t offset = geometry->records_offset + (uint64_t)base * size;
+		bool cached, chunk_stable;
 		uint32_t i;
 
 		/* Records, details, records: a detail copy is whole when the
-		 * record around it was stable across both record reads. */
+		 * record around it was stable across both record reads.  A
+		 * chunk that is all as the last snapshot left it needs only
+		 * the first read (a sleeping target's usual case). */
 		err = region_read(agent, offset, first, (size_t)n * size);
-		if (err == TD_OK && detail)
+		cached = err == TD_OK && chunk_cached(cache, first, base, n, size, detail);
+		if (err == TD_OK && detail && !cached)
 			err = region_read(agent, geometry->details_offset + (uint64_t)base * detail_size, details,
 					  (size_t)n * detail_size);
-		if (err == TD_OK)
+		if (err == TD_OK && !cached)
 			err = region_read(agent, offset, second, (size_t)n * size);
 		ends.read_end = window_end_at(view, tddb_monotonic_ns());
 		/* Most chunks held still between the two reads: one compare
 		 * of the whole chunk clears every record at once (identical
 		 * bytes satisfy the latch's rule), else record by record. */
-		bool chunk_stable = err == TD_OK && memcmp(first, second, (size_t)n * size) == 0;
+		chunk_stable = cached || (err == TD_OK && memcmp(first, second, (size_t)n * size) == 0);
 		for (i = 0; i < n && err == TD_OK; i++) {
 			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
-			unsigned char *d = detail ? details + (size_t)i * detail_size : NULL;
+			unsigned char *d = !detail ? NULL
+				: cached ? cache->details + (size_t)(base + i) * detail_size
+					 : details + (size_t)i * detail_size;
 			struct tddb_thread thread;
 
 			thread.index = base + i;
@@ -472,10 +564,14 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 			}
 			if (err == TD_OK)
 				err = thread_decode(geometry, &(struct record_bytes){ a, d }, &ends, &thread);
+			if (err == TD_OK && !cached)
+				cache_keep(cache, geometry, base + i, a, d);
 			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
 				err = visitor(&thread, context);
 		}
 	}
+	if (cache)
+		pthread_mutex_unlock(&cache->lock);
 	free(first);
 	*window = window_of(view, tddb_monotonic_ns());
 	return err;

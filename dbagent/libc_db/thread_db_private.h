@@ -78,6 +78,26 @@ struct tddb_cpu_reading {
 };
 
 /*
+ * The records as the last snapshot found them consistent (region_read.c):
+ * a record whose first copy is byte for byte its cached image needs no
+ * second copy, and its cached detail no new read.  `lock` is only ever
+ * tried: a snapshot that finds it taken (another snapshot of this agent,
+ * or a visitor calling back into the agent) reads without the cache.
+ */
+struct tddb_record_cache {
+	pthread_mutex_t lock;
+	uint32_t slots;           /* records it has room for */
+	unsigned char *records;   /* slots * record_size */
+	unsigned char *details;   /* slots * detail_size */
+	uint8_t *held;            /* per slot: TDDB_CACHED_* */
+};
+#define TDDB_CACHED_NONE 0
+#define TDDB_CACHED_RECORD 1
+#define TDDB_CACHED_DETAIL 2      /* the record and its detail */
+/* What the cache may take, whatever the region claims. */
+#define TDDB_CACHE_BYTES_MAX (16u << 20)
+
+/*
  * The agent.  Immutable after td_ta_new except `users`, `deleted` and
  * `registry_next` (registry lock), `cpu` (control_lock) and the control
  * block in the target (control_lock serializes this agent's writes to it).
@@ -92,6 +112,7 @@ struct td_thragent {
 	unsigned char identity[TDDB_IDENTITY_SIZE];
 	pthread_mutex_t control_lock;
 	struct tddb_cpu_reading cpu;
+	struct tddb_record_cache cache;
 };
 
 /* A consistent copy of the header's mutable parts. */
@@ -161,6 +182,11 @@ td_err_e tddb_agent_enter(const td_thragent_t *ta, struct td_thragent **agent);
 void tddb_agent_leave(struct td_thragent *agent);
 void tddb_registry_add(struct td_thragent *agent);
 td_err_e tddb_registry_remove(const td_thragent_t *ta);
+
+/* The record cache's life (region_read.c): set up by td_ta_new, freed
+ * with the agent. */
+td_err_e tddb_cache_init(struct td_thragent *agent);
+void tddb_cache_free(struct td_thragent *agent);
 
 /* Region access (region_read.c, region_write.c). */
 td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, struct tddb_geometry *geometry);

@@ -16,7 +16,7 @@
  *   spawn K   start K more condvar waiters, answer "spawned"
  *   getconc   answer pthread_getconcurrency()
  *   untracked MS  start a thread the shim never sees (a raw clone, not
- *             pthread_create): it sleeps 100 ms, spins MS ms, then waits
+ *             pthread_create): it sleeps 100 ms, spins MS ms of CPU, then waits
  *             for ever, all through raw system calls; answer "untracked"
  *             (x86-64 only; elsewhere "unsupported")
  * It prints "ready" once every thread of MODE runs, and exits at EOF.
@@ -159,7 +159,16 @@ static int untracked_thread(void *argument)
 	long ms = (long)(intptr_t)argument;
 
 	raw_syscall4(SYS_nanosleep, (long)&pause, 0, 0, 0);
-	spin_for(ms);
+	/* MS of CPU, however long a loaded machine makes that take. */
+	for (;;) {
+		struct timespec used;
+
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
+		if (used.tv_sec * 1000 + used.tv_nsec / 1000000 >= ms)
+			break;
+		for (int i = 0; i < 1000; i++)
+			sink += (unsigned long)i;
+	}
 	for (;;)
 		raw_syscall4(SYS_futex, (long)&forever, FUTEX_WAIT_PRIVATE, 0, 0);
 	return 0;
