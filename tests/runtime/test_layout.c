@@ -17,17 +17,51 @@
 	cr_expect_eq(offsetof(type, field), (size_t)(offset), #type "." #field ": at %zu, documented %d", \
 		     offsetof(type, field), (offset))
 
+/* The documented offsets of the fields of region.h's lists, written out:
+ * a field added to a list without its offset here, or one that moved,
+ * fails. */
+struct pinned {
+	const char *name;
+	size_t offset;
+};
+
+static const struct pinned record_copy_offsets[] = {
+	{ "state", 0 },           { "kind", 4 },      { "tid", 8 },
+	{ "generation", 12 },     { "epoch_ns", 16 }, { "since_ns", 24 },
+	{ "acc_tracked_ns", 32 }, { "acc_runnable_ns", 40 },
+};
+
+static const struct pinned detail_copy_offsets[] = {
+	{ "object", 0 }, { "site", 8 }, { "woken_ns", 16 }, { "acc_idle_ns", 24 },
+};
+
+#define PINNED_COUNT(table) (sizeof(table) / sizeof((table)[0]))
+
+static void expect_pinned(const char *what, const struct pinned *table, size_t count, const char *name,
+			  size_t offset)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (strcmp(table[i].name, name) == 0) {
+			cr_expect_eq(offset, table[i].offset, "%s.%s: at %zu, documented %zu", what, name, offset,
+				     table[i].offset);
+			return;
+		}
+	}
+	cr_expect_fail("%s.%s (at %zu): no documented offset in tests/runtime/test_layout.c", what, name, offset);
+}
+
 Test(layout, record)
 {
+	size_t fields = 0;
+
 	cr_expect_eq(sizeof(struct tdstat_record_copy), 48);
-	AT(struct tdstat_record_copy, state, 0);
-	AT(struct tdstat_record_copy, kind, 4);
-	AT(struct tdstat_record_copy, tid, 8);
-	AT(struct tdstat_record_copy, generation, 12);
-	AT(struct tdstat_record_copy, epoch_ns, 16);
-	AT(struct tdstat_record_copy, since_ns, 24);
-	AT(struct tdstat_record_copy, acc_tracked_ns, 32);
-	AT(struct tdstat_record_copy, acc_runnable_ns, 40);
+#define PIN_RECORD(type, name, dims)                                                                  \
+	expect_pinned("struct tdstat_record_copy", record_copy_offsets, PINNED_COUNT(record_copy_offsets), \
+		      #name, offsetof(struct tdstat_record_copy, name));                                   \
+	fields++;
+	TDSTAT_RECORD_COPY_FIELDS(PIN_RECORD)
+#undef PIN_RECORD
+	cr_expect_eq(fields, PINNED_COUNT(record_copy_offsets), "a documented record field left the list");
 	cr_expect_eq(sizeof(struct tdstat_record), 128);
 	AT(struct tdstat_record, seq, 0);
 	AT(struct tdstat_record, pending_ns, 8);
@@ -37,11 +71,16 @@ Test(layout, record)
 
 Test(layout, detail)
 {
+	size_t fields = 0;
+
 	cr_expect_eq(sizeof(struct tdstat_detail_copy), 128);
-	AT(struct tdstat_detail_copy, object, 0);
-	AT(struct tdstat_detail_copy, site, 8);
-	AT(struct tdstat_detail_copy, woken_ns, 16);
-	AT(struct tdstat_detail_copy, acc_idle_ns, 24);
+#define PIN_DETAIL(type, name, dims)                                                                  \
+	expect_pinned("struct tdstat_detail_copy", detail_copy_offsets, PINNED_COUNT(detail_copy_offsets), \
+		      #name, offsetof(struct tdstat_detail_copy, name));                                   \
+	fields++;
+	TDSTAT_DETAIL_COPY_FIELDS(PIN_DETAIL)
+#undef PIN_DETAIL
+	cr_expect_eq(fields, PINNED_COUNT(detail_copy_offsets), "a documented detail field left the list");
 	cr_expect_eq(TDSTAT_WAIT_KIND_COUNT, 11);
 	AT(struct tdstat_detail_copy, reserved, 112);
 	cr_expect_eq(sizeof(struct tdstat_detail), 256);
