@@ -69,7 +69,7 @@ __attribute__((noinline)) static long futex_wait_call(long a1, long a2, long a3,
 	int error = result == -1 ? *tdshim_errno() : 0;
 
 	/* The word had changed already: the call never slept, its time was
-	 * on a CPU (SPEC §2: a call that does not wait is no wait). */
+	 * on a CPU (docs/CONTRACT.md §2: a call that does not wait is no wait). */
 	tdshim_scope_.never_slept = error == EAGAIN;
 	/* The timeout, read only once the kernel read it (it expired): an
 	 * unreadable one gets the kernel's EFAULT, never a fault here.

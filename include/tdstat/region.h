@@ -73,7 +73,7 @@ enum tdstat_thread_state {
 };
 
 /*
- * Wait kinds, the keys of every per-kind figure (SPEC §2).  One list,
+ * Wait kinds, the keys of every per-kind figure (docs/CONTRACT.md §2).  One list,
  * expanded wherever kinds are needed: X(ENUM_SUFFIX, name).
  */
 #define TDSTAT_WAIT_KINDS(X)            \
