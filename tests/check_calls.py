@@ -60,17 +60,21 @@ def group_of(text, groups):
     return None
 
 
+def lines_after(path, marker):
+    """The lines of a file after the line `marker`, or None without it."""
+    with open(path, encoding="utf-8") as text:
+        lines = text.read().splitlines()
+    return lines[lines.index(marker) + 1:] if marker in lines else None
+
+
 def readme_calls(path, groups):
     """README's table: {group id: [calls]}, and rows it could not place."""
     found, problems = {}, []
-    with open(path, encoding="utf-8") as readme:
-        lines = readme.read().splitlines()
-    try:
-        start = lines.index("The interposed calls:")
-    except ValueError:
+    lines = lines_after(path, "The interposed calls:")
+    if lines is None:
         return found, [f"{path}: no line \"The interposed calls:\" before the table"]
     in_table = False
-    for line in lines[start + 1:]:
+    for line in lines:
         if not line.startswith("|"):
             if in_table:
                 break
@@ -92,14 +96,11 @@ def readme_calls(path, groups):
 def man_calls(path, groups):
     """libtdshim(7)'s list: {group id: [calls]}, and items it could not place."""
     found, problems = {}, []
-    with open(path, encoding="utf-8") as page:
-        lines = page.read().splitlines()
-    try:
-        start = lines.index(".Ss Interposed calls")
-    except ValueError:
+    lines = lines_after(path, ".Ss Interposed calls")
+    if lines is None:
         return found, [f"{path}: no \".Ss Interposed calls\""]
     group_id = None
-    for line in lines[start + 1:]:
+    for line in lines:
         if line.startswith(".El") or line.startswith(".Ss") or line.startswith(".Sh"):
             break
         if line.startswith(".It "):

@@ -35,33 +35,42 @@ static const struct pinned detail_copy_offsets[] = {
 	{ "object", 0 }, { "site", 8 }, { "woken_ns", 16 }, { "acc_idle_ns", 24 },
 };
 
-#define PINNED_COUNT(table) (sizeof(table) / sizeof((table)[0]))
+/* The offsets the lists give, in the same form. */
+#define ACTUAL_RECORD(type, name, dims) { #name, offsetof(struct tdstat_record_copy, name) },
+static const struct pinned record_copy_actual[] = { TDSTAT_RECORD_COPY_FIELDS(ACTUAL_RECORD) };
+#undef ACTUAL_RECORD
+#define ACTUAL_DETAIL(type, name, dims) { #name, offsetof(struct tdstat_detail_copy, name) },
+static const struct pinned detail_copy_actual[] = { TDSTAT_DETAIL_COPY_FIELDS(ACTUAL_DETAIL) };
+#undef ACTUAL_DETAIL
 
-static void expect_pinned(const char *what, const struct pinned *table, size_t count, const char *name,
-			  size_t offset)
+#define COUNT(table) (sizeof(table) / sizeof((table)[0]))
+
+/* Every field of a list at its documented offset, and no documented
+ * field missing from the list. */
+static void expect_pinned(const char *what, const struct pinned *documented, size_t documented_count,
+			  const struct pinned *actual, size_t actual_count)
 {
-	for (size_t i = 0; i < count; i++) {
-		if (strcmp(table[i].name, name) == 0) {
-			cr_expect_eq(offset, table[i].offset, "%s.%s: at %zu, documented %zu", what, name, offset,
-				     table[i].offset);
-			return;
-		}
+	for (size_t a = 0; a < actual_count; a++) {
+		size_t d = 0;
+
+		while (d < documented_count && strcmp(documented[d].name, actual[a].name) != 0)
+			d++;
+		if (d == documented_count)
+			cr_expect_fail("%s.%s (at %zu): no documented offset in tests/runtime/test_layout.c", what,
+				       actual[a].name, actual[a].offset);
+		else
+			cr_expect_eq(actual[a].offset, documented[d].offset, "%s.%s: at %zu, documented %zu", what,
+				     actual[a].name, actual[a].offset, documented[d].offset);
 	}
-	cr_expect_fail("%s.%s (at %zu): no documented offset in tests/runtime/test_layout.c", what, name, offset);
+	cr_expect_eq(actual_count, documented_count, "%s: %zu fields in the list, %zu documented", what,
+		     actual_count, documented_count);
 }
 
 Test(layout, record)
 {
-	size_t fields = 0;
-
 	cr_expect_eq(sizeof(struct tdstat_record_copy), 48);
-#define PIN_RECORD(type, name, dims)                                                                  \
-	expect_pinned("struct tdstat_record_copy", record_copy_offsets, PINNED_COUNT(record_copy_offsets), \
-		      #name, offsetof(struct tdstat_record_copy, name));                                   \
-	fields++;
-	TDSTAT_RECORD_COPY_FIELDS(PIN_RECORD)
-#undef PIN_RECORD
-	cr_expect_eq(fields, PINNED_COUNT(record_copy_offsets), "a documented record field left the list");
+	expect_pinned("struct tdstat_record_copy", record_copy_offsets, COUNT(record_copy_offsets),
+		      record_copy_actual, COUNT(record_copy_actual));
 	cr_expect_eq(sizeof(struct tdstat_record), 128);
 	AT(struct tdstat_record, seq, 0);
 	AT(struct tdstat_record, pending_ns, 8);
@@ -71,16 +80,9 @@ Test(layout, record)
 
 Test(layout, detail)
 {
-	size_t fields = 0;
-
 	cr_expect_eq(sizeof(struct tdstat_detail_copy), 128);
-#define PIN_DETAIL(type, name, dims)                                                                  \
-	expect_pinned("struct tdstat_detail_copy", detail_copy_offsets, PINNED_COUNT(detail_copy_offsets), \
-		      #name, offsetof(struct tdstat_detail_copy, name));                                   \
-	fields++;
-	TDSTAT_DETAIL_COPY_FIELDS(PIN_DETAIL)
-#undef PIN_DETAIL
-	cr_expect_eq(fields, PINNED_COUNT(detail_copy_offsets), "a documented detail field left the list");
+	expect_pinned("struct tdstat_detail_copy", detail_copy_offsets, COUNT(detail_copy_offsets),
+		      detail_copy_actual, COUNT(detail_copy_actual));
 	cr_expect_eq(TDSTAT_WAIT_KIND_COUNT, 11);
 	AT(struct tdstat_detail_copy, reserved, 112);
 	cr_expect_eq(sizeof(struct tdstat_detail), 256);
