@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "fixture.h"
+#include "fortified.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -665,16 +666,6 @@ static bool call_clock_nanosleep(void)
 
 	return clock_nanosleep(CLOCK_MONOTONIC, 0, &length, NULL) == EINTR && fx.interrupted;
 }
-
-/* The calls glibc's _FORTIFY_SOURCE headers make instead of read, recv,
- * recvfrom, poll and ppoll: declared only inside its fortify wrappers. */
-ssize_t __read_chk(int fd, void *buffer, size_t size, size_t buffer_size);
-ssize_t __recv_chk(int fd, void *buffer, size_t size, size_t buffer_size, int flags);
-ssize_t __recvfrom_chk(int fd, void *buffer, size_t size, size_t buffer_size, int flags, struct sockaddr *from,
-		       socklen_t *from_size);
-int __poll_chk(struct pollfd *fds, nfds_t count, int timeout_ms, size_t fds_size);
-int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout, const sigset_t *mask,
-		size_t fds_size);
 
 static bool call_poll_chk(void)
 {
