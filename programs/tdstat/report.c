@@ -59,7 +59,7 @@ void tdstat_report_row(FILE *out, const struct tdstat_interval *interval)
 	char kinds[256], untracked[160] = "";
 
 	idle_by_text(kinds, sizeof(kinds), interval);
-	/* SPEC §7: a wait the shim cannot see passes for work; the kernel
+	/* docs/CONTRACT.md §7: a wait the shim cannot see passes for work; the kernel
 	 * tells, and the row says so. */
 	if (interval->untracked >= 0.05)
 		snprintf(untracked, sizeof(untracked),
@@ -92,7 +92,7 @@ void tdstat_report_json(FILE *out, const struct tdstat_interval *interval)
 		interval->stopped == TDSTAT_STOPPED_UNKNOWN ? ""
 		: interval->stopped == TDSTAT_STOPPED ? ",\"stopped\":true"
 						     : ",\"stopped\":false");
-	/* idle_by: every kind of SPEC §2, averages that sum to idle. */
+	/* idle_by: every kind of docs/CONTRACT.md §2, averages that sum to idle. */
 	if (interval->has_kinds) {
 		fputs(",\"idle_by\":{", out);
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
