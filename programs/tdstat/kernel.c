@@ -3,12 +3,8 @@
  * The kernel's side of the picture, for the `untracked` figure: what the
  * scheduler says the target's threads did (schedstat: time on a CPU and
  * time waiting in the run queue), to compare with what the shim counted
-<<<<<<< HEAD
- * runnable.  Only adds to what libc_db reports (docs/CONTRACT.md §6).
-=======
  * runnable.  Only adds to what libc_db reports (docs/CONTRACT.md §6).  Also the
  * process's name, for the outputs that label a line with it.
->>>>>>> b67d905a41e994ded021eb77f3dfcd1487995d07
  */
 #include "tdstat.h"
 
