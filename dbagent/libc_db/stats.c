@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * From a snapshot to the numbers of SPEC §2: the 64-bit integrals and the
+ * From a snapshot to the numbers of docs/CONTRACT.md §2: the 64-bit integrals and the
  * integer fractions of td_ta_stats_t.
  */
 #include <limits.h>
@@ -148,7 +148,7 @@ td_err_e tddb_stats_ns(struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *
 	return TD_OK;
 }
 
-/* SPEC §2's rule, shared with the command (include/tdstat/fraction.h). */
+/* The rule of docs/CONTRACT.md §2, shared with the command (include/tdstat/fraction.h). */
 void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions)
 {
 	struct tdstat_fractions rule;

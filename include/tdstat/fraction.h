@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The integral -> fraction rule of SPEC §2, in one place: libc_db's
+ * The integral -> fraction rule of docs/CONTRACT.md §2, in one place: libc_db's
  * td_ta_get_stats (over the whole window) and the command's rows (over an
  * interval between two snapshots) both use it, so a row over the whole
  * window equals what td_ta_get_stats reports.  Inline, so it adds no

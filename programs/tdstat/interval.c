@@ -5,7 +5,7 @@
  * The integrals only grow within a window, so the difference of two
  * snapshots is the integral over the interval between them; watching
  * therefore never needs to reset the target.  The fractions follow the
- * rule of SPEC §2 so that a row over the whole window equals what
+ * rule of docs/CONTRACT.md §2 so that a row over the whole window equals what
  * td_ta_get_stats would report, and a_concurrency <= nrunnable <= nlwps
  * holds in every row.
  */
@@ -47,7 +47,7 @@ static void integrals_between(struct integrals *out, const td_ta_stats_ns_t *fro
 	out->running_ns = minimum(cpu_ns, out->runnable_ns);
 }
 
-/* SPEC §2's rule, the agent's too (include/tdstat/fraction.h). */
+/* The rule of docs/CONTRACT.md §2, the agent's too (include/tdstat/fraction.h). */
 static void fractions(struct tdstat_interval *out, const struct integrals *in)
 {
 	struct tdstat_fractions rule;
@@ -82,6 +82,7 @@ void tdstat_interval_compute(struct tdstat_interval *out, pid_t pid,
 	out->idle = average(in.lwps_ns - in.runnable_ns, in.window_ns);
 	out->window_s = (double)in.window_ns / 1e9;
 	out->untracked = -1;
+	out->totals = *to;
 	/* By kind: the growth of each kind's integral, shared out so the
 	 * kinds sum to idle exactly as the integrals do. */
 	out->has_kinds = to->kinds >= TDSTAT_WAIT_KIND_COUNT && (!from || from->kinds >= TDSTAT_WAIT_KIND_COUNT);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Growth (SPEC §4): the agent reads every region of its ABI major.  The
+ * Growth (docs/CONTRACT.md §4, "Versions"): the agent reads every region of its ABI major.  The
  * same threads, hand-built as regions of three minors of major 2 and
  * served by the fake target, must give the same numbers:
  *   - minor 0, the first, has no wall-clock anchor (its word is reserved:
