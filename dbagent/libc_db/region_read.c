@@ -255,7 +255,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	struct tdstat_record_copy copy;
 	uint64_t pending = u64_at(bytes->record, layout->record_pending);
 	uint64_t length = window->read_end > window->start ? window->read_end - window->start : 0;
-	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT] = { 0 };
+	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT]; /* with the detail only */
 	bool current;
 
 	record_copy_decode(layout, published_copy(geometry, bytes->record), &copy);
@@ -281,8 +281,10 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 		thread->object = detail.object;
 		thread->site = detail.site;
 		thread->woken_ns = detail.woken_ns;
-		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			acc_idle[k] = current ? detail.acc_idle_ns[k] : 0;
+		if (current)
+			memcpy(acc_idle, detail.acc_idle_ns, sizeof(acc_idle));
+		else
+			memset(acc_idle, 0, sizeof(acc_idle));
 	}
 
 	/* Closed intervals lie inside the window: clamp hostile values. */
