@@ -14,12 +14,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <tdstat/clock.h>
+
+/* include/tdstat/clock.h's, as everywhere. */
 static uint64_t monotonic_ns(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	return tdstat_monotonic_ns();
 }
 
 static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *runnable_ns)
