@@ -270,7 +270,9 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	thread->object = thread->site = thread->woken_ns = 0;
 	if (thread->state > TDSTAT_STATE_BLOCKED)
 		return TD_DBERR;
-	if (thread->state == TDSTAT_STATE_BLOCKED && thread->kind >= TDSTAT_WAIT_KIND_COUNT)
+	/* A kind past the region's own list is corrupted; one past ours but
+	 * within the region's is a newer minor's (docs/READER.md "Minors"). */
+	if (thread->state == TDSTAT_STATE_BLOCKED && thread->kind >= layout->kind_count)
 		return TD_DBERR;
 	if (bytes->detail) {
 		struct tdstat_detail_copy detail;
@@ -322,7 +324,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 			thread->tracked_ns += open;
 			if (thread->state == TDSTAT_STATE_RUNNABLE)
 				thread->runnable_ns += open;
-			else
+			else if (thread->kind < TDSTAT_WAIT_KIND_COUNT)
 				thread->idle_ns[thread->kind] += open;
 		}
 	}

@@ -132,7 +132,9 @@ struct tddb_window {
  * integrals in the window (step 6).  `detail` tells whether the per-kind
  * figures, object and site were read.  thread_decode (region_read.c) sets
  * every field but `index` (the copy loop does not clear it first: that
- * was a tenth of a snapshot's instructions).
+ * was a tenth of a snapshot's instructions).  A BLOCKED thread's `kind`
+ * may be past TDSTAT_WAIT_KIND_COUNT in a region of a newer minor (a kind
+ * this reader has no name for): its time is blocked, in no idle_ns entry.
  */
 struct tddb_thread {
 	uint32_t index;

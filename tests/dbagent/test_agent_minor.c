@@ -269,3 +269,34 @@ Test(agent_minor, version_only_for_another_major_or_smaller_than_2_0)
 	td_ta_delete(ta);
 	fake_target_destroy(&target);
 }
+
+/* A newer minor may add a wait kind: a thread blocked in it is blocked
+ * time (and the kinds still share out all of it), not a corrupted
+ * region; a kind past the region's own list still is. */
+Test(agent_minor, newer_minor_kind_is_blocked_time)
+{
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	td_thragent_t *ta;
+	uint64_t ws, sum = 0;
+
+	build(&target, &(struct shape){ .minor = 7, .detail_copy_extra = 8 });
+	header_of(&target)->layout.kind_count = TDSTAT_WAIT_KIND_COUNT + 1;
+	ws = populate(&target);
+	/* Thread 1 waits in the new kind instead, from 2 s on: 8 s. */
+	set_thread(&target, 1, TDSTAT_STATE_BLOCKED, TDSTAT_WAIT_KIND_COUNT, ws, ws + 2 * SECOND, 2 * SECOND,
+		   1 * SECOND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_new(&target, &ta), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(ta, &ns), TD_OK, "a newer kind blinds the reader");
+	cr_assert_eq(ns.lwps_ns, 23 * SECOND);
+	cr_assert_eq(ns.idle_ns, 9 * SECOND);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 0);
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		sum += ns.idle_by_kind_ns[k];
+	cr_assert_eq(sum, ns.idle_ns, "the kinds share out the blocked time");
+
+	set_thread(&target, 1, TDSTAT_STATE_BLOCKED, TDSTAT_WAIT_KIND_COUNT + 1, ws, ws + 2 * SECOND, 2 * SECOND,
+		   1 * SECOND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(ta, &ns), TD_DBERR, "a kind past the region's list is corrupted");
+	td_ta_delete(ta);
+	fake_target_destroy(&target);
+}
