@@ -20,8 +20,11 @@
  * keeps failing belongs to a thread changing state at a high rate:
  * bounded by time as well as count, yielding so it can run. */
 #define CONTROL_COPIES_MAX 64
+#define CONTROL_COPIES_HARD_MAX 100000
+#define CONTROL_BUDGET_NS (100 * 1000 * 1000ull)
 #define RECORD_RETRIES_MAX 10000
 #define RETRY_BUDGET_NS (200 * 1000 * 1000ull)
+#define RECORD_TRIES_PAST_BUDGET 8
 
 /* Records are copied in chunks of this many bytes, so the memory a
  * snapshot needs does not depend on what the target claims. */
@@ -141,9 +144,18 @@ td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_vi
 	td_err_e err;
 	int attempt, older = 0;
 
+	uint64_t deadline = 0;
+
 	err = header_copy(agent, copies[0]);
-	for (attempt = 0; err == TD_OK && attempt < CONTROL_COPIES_MAX; attempt++) {
+	/* Bounded by count and, past CONTROL_COPIES_MAX (controllers
+	 * rewriting the block without pause, on a loaded machine), by time. */
+	for (attempt = 0; err == TD_OK && attempt < CONTROL_COPIES_HARD_MAX; attempt++) {
 		int newer = !older;
+
+		if (attempt == CONTROL_COPIES_MAX)
+			deadline = tddb_monotonic_ns() + CONTROL_BUDGET_NS;
+		if (attempt > CONTROL_COPIES_MAX && tddb_monotonic_ns() > deadline)
+			break;
 
 		err = header_copy(agent, copies[newer]);
 		if (err != TD_OK)
@@ -354,7 +366,10 @@ static td_err_e record_reread(const struct td_thragent *agent, uint32_t index, u
 			return err;
 		if (record_stable(geometry, first, second))
 			return TD_OK;
-		if (tddb_monotonic_ns() > deadline)
+		/* Past the snapshot's time budget a record still gets a few
+		 * tries: a reader starved by a loaded machine may reach the
+		 * deadline before it even meets a record that moved. */
+		if (attempt >= RECORD_TRIES_PAST_BUDGET && tddb_monotonic_ns() > deadline)
 			break;
 		if (attempt > 2)
 			sched_yield();
