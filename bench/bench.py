@@ -267,7 +267,22 @@ class Bench:
                      f"(nthreads {nthreads})", f"goal {goal:.0f} us", f"{float(med):.1f} us",
                      f"{float(med) / goal:.2f} of goal; kernel CPU clock {float(clock):.1f} us of it",
                      f"<= {goal:.0f} us", self.verdict(float(med) <= goal))
+        self.section_iteration()
         self.section_sampler()
+
+    def section_iteration(self):
+        log("3. reader: td_ta_thr_stats_iter, per thread handed out")
+        for threads in self.READER_THREADS[1:]:
+            if self.args.smoke and threads > 1000:
+                continue
+            calls = 100 if self.args.smoke else 1000
+            out = subprocess.run([self.agentbench, "iter", self.shim, self.workload, str(threads),
+                                  str(calls)], capture_output=True, text=True, check=True).stdout
+            _, _, handed, walk, per_thread, stats_ns = out.split()
+            self.row("3 reader", f"td_ta_thr_stats_iter with the process figures, {threads} sleeping threads "
+                     f"({handed} handed out)", "goal 0.1 us/thread", f"{float(per_thread):.3f} us/thread",
+                     f"walk {float(walk):.1f} us; td_ta_get_stats_ns with kinds {float(stats_ns):.1f} us",
+                     "<= 0.1 us/thread", self.verdict(float(per_thread) <= 0.1))
 
     def run_work(self, sampled, seconds, threads):
         env = self.variant_env("tdstat")
