@@ -20,7 +20,7 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
-static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *runnable_ns)
+static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *on_cpu_ns, uint64_t *run_queue_ns)
 {
 	char path[64];
 	uint64_t on_cpu, waiting;
@@ -33,7 +33,8 @@ static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *runnable_ns)
 		return false;
 	ok = fscanf(file, "%" SCNu64 " %" SCNu64, &on_cpu, &waiting) == 2;
 	fclose(file);
-	*runnable_ns = on_cpu + waiting;
+	*on_cpu_ns = on_cpu;
+	*run_queue_ns = waiting;
 	return ok;
 }
 
@@ -52,11 +53,11 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 		return false;
 	while ((entry = readdir(tasks))) {
 		pid_t tid = (pid_t)atoi(entry->d_name);
-		uint64_t runnable;
+		uint64_t on_cpu, run_queue;
 
 		/* A thread that ends between the listing and the read is
 		 * simply left out. */
-		if (tid <= 0 || !read_schedstat(pid, tid, &runnable))
+		if (tid <= 0 || !read_schedstat(pid, tid, &on_cpu, &run_queue))
 			continue;
 		if (sample->count == capacity) {
 			size_t grown = capacity ? 2 * capacity : 64;
@@ -66,7 +67,8 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 			sample->threads = more;
 			capacity = grown;
 		}
-		sample->threads[sample->count++] = (struct tdstat_kernel_thread){ tid, runnable };
+		sample->threads[sample->count++] =
+			(struct tdstat_kernel_thread){ tid, on_cpu + run_queue, on_cpu, run_queue };
 	}
 	closedir(tasks);
 	sample->taken_ns = monotonic_ns();
@@ -80,7 +82,7 @@ void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample)
 	sample->count = 0;
 }
 
-static const struct tdstat_kernel_thread *find(const struct tdstat_kernel_sample *sample, pid_t tid)
+const struct tdstat_kernel_thread *tdstat_kernel_thread_find(const struct tdstat_kernel_sample *sample, pid_t tid)
 {
 	for (size_t i = 0; i < sample->count; i++)
 		if (sample->threads[i].tid == tid)
@@ -95,7 +97,7 @@ double tdstat_kernel_runnable(const struct tdstat_kernel_sample *from, const str
 	if (to->taken_ns <= from->taken_ns)
 		return 0;
 	for (size_t i = 0; i < to->count; i++) {
-		const struct tdstat_kernel_thread *before = find(from, to->threads[i].tid);
+		const struct tdstat_kernel_thread *before = tdstat_kernel_thread_find(from, to->threads[i].tid);
 		uint64_t now = to->threads[i].runnable_ns;
 
 		total += before ? (now > before->runnable_ns ? now - before->runnable_ns : 0) : now;

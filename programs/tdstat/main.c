@@ -2,7 +2,7 @@
 /*
  * tdstat: concurrency statistics of a live process (SPEC §6).
  *
- *   tdstat [-i SECS] [-c COUNT] [--json] PID
+ *   tdstat [-i SECS] [-c COUNT] [-t] [-w] [--json] PID
  *   tdstat enable|disable|reset PID
  *   tdstat run [--json] [-o FILE] -- CMD [ARG...]
  */
@@ -23,7 +23,7 @@
 enum { OPTION_JSON = 256 };
 
 static const char usage_text[] =
-	"Usage: tdstat [-i SECS] [-c COUNT] [--json] PID\n"
+	"Usage: tdstat [-i SECS] [-c COUNT] [-t] [-w] [--json] PID\n"
 	"       tdstat enable|disable|reset PID\n"
 	"       tdstat run [--json] [-o FILE] -- CMD [ARG...]\n"
 	"\n"
@@ -33,7 +33,10 @@ static const char usage_text[] =
 	"  PID              print a line every interval: the first covers the\n"
 	"                   window so far, each later one the last interval\n"
 	"  -i, --interval SECS  seconds between lines (default 1)\n"
-	"  -c, --count COUNT    print COUNT lines, then exit (default: until ^C)\n"
+	"  -c, --count COUNT    print COUNT lines, then exit (default: until ^C)\n"	"  -t, --threads    a row per thread under each line: its runnable, CPU,\n"
+	"                   run-queue, idle by kind and untracked shares\n"
+	"  -w, --objects    the objects idle time went to, heaviest first, named\n"
+	"                   from the target's symbol tables, with their callers\n"
 	"  --json           one JSON object per line\n"
 	"  enable PID       start a new window (gathering on)\n"
 	"  disable PID      stop gathering; the averages freeze\n"
@@ -114,14 +117,22 @@ static int main_watch(int argc, char **argv)
 	static const struct option long_options[] = {
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'c' },
+		{ "threads", no_argument, NULL, 't' },
+		{ "objects", no_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, OPTION_JSON },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tdstat_watch_options options = { .interval_s = 1.0 };
 	int option;
 
-	while ((option = getopt_long(argc, argv, "+:i:c:", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, "+:i:c:tw", long_options, NULL)) != -1) {
 		switch (option) {
+		case 't':
+			options.threads = true;
+			break;
+		case 'w':
+			options.objects = true;
+			break;
 		case 'i':
 			if (parse_interval(optarg, &options.interval_s) < 0)
 				return usage_error("bad interval: ", optarg);

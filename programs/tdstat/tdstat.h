@@ -7,6 +7,11 @@
  *   interval.c  two 64-bit snapshots -> averages and int fractions
  *   report.c    rows, JSON lines and the summary of `run`
  *   watch.c     live mode
+ *   reading.c   the threads one by one and the kernel's view (-t, -w)
+ *   threads.c   -t: a row per thread over an interval
+ *   objects.c   -w: the objects idle time went to
+ *   symbolize.c names from the target's symbol tables (elfutils)
+ *   report_rows.c  the rows of -t and -w, text and JSON
  *   control.c   enable, disable, reset
  *   run.c       run CMD under the shim, read it at its exit stop
  *   privilege.c does CMD gain privileges (setuid...) when it starts
@@ -72,9 +77,51 @@ struct tdstat_kernel_sample {
 	size_t count;
 	struct tdstat_kernel_thread {
 		pid_t tid;
-		uint64_t runnable_ns;
+		uint64_t runnable_ns;  /* on_cpu_ns + run_queue_ns */
+		uint64_t on_cpu_ns;
+		uint64_t run_queue_ns; /* runnable, waiting for a CPU */
 	} *threads;
 };
+
+/* One reading of a target for -t and -w (reading.c): the threads one by
+ * one and the process from the same walk, the kernel's figures after it. */
+struct tdstat_reading {
+	td_ta_stats_ns_t stats;
+	size_t count;
+	td_thr_stats_ns_t *threads; /* in record order */
+	struct tdstat_kernel_sample kernel;
+	bool kernel_valid;
+};
+
+/* A row of -t (threads.c): one thread over an interval.  Shares are
+ * averages over the interval, 0 to 1. */
+struct tdstat_thread_row {
+	pid_t tid;
+	char name[17];          /* /proc/PID/task/TID/comm */
+	bool tracked;           /* the shim has a record of it */
+	uint32_t state;         /* enum tdstat_thread_state, now */
+	int wait_kind;          /* enum tdstat_wait_kind it waits in now, or -1 */
+	uint64_t object, site;  /* of that wait */
+	double runnable, idle, idle_by[TDSTAT_WAIT_KIND_COUNT];
+	bool has_kernel;        /* cpu and run_queue known */
+	double cpu, run_queue;  /* schedstat: on a CPU, waiting for one */
+	double untracked;       /* runnable - (cpu + run_queue), at least 0; < 0: unknown */
+	double window_s;
+};
+
+/* A row of -w (objects.c): where idle time went over an interval. */
+struct tdstat_object_row {
+	int kind;               /* enum tdstat_wait_kind */
+	bool ended;             /* the kind's waits that no reading saw current */
+	uint64_t object;
+	uint64_t site;          /* a return address of a wait on it */
+	uint64_t function;      /* start of the caller's function (site if unknown) */
+	char site_name[128];    /* the caller's function, "" if unknown */
+	uint64_t idle_ns;
+	double waiting;         /* threads waiting on it, on average */
+};
+
+struct tdstat_symbolizer;
 
 enum tdstat_format {
 	TDSTAT_FORMAT_TEXT,
@@ -114,6 +161,51 @@ void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample);
 /* The kernel's runnable average between two samples: threads present in
  * both count their growth, threads new in `to` all they have. */
 double tdstat_kernel_runnable(const struct tdstat_kernel_sample *from, const struct tdstat_kernel_sample *to);
+/* The thread tid of a sample, or NULL. */
+const struct tdstat_kernel_thread *tdstat_kernel_thread_find(const struct tdstat_kernel_sample *sample, pid_t tid);
+
+/* reading.c */
+/* With `threads`, the threads one by one too.  On failure returns the
+ * td_err_e and leaves nothing to free. */
+td_err_e tdstat_reading_take(const struct tdstat_target *target, bool threads, struct tdstat_reading *reading);
+void tdstat_reading_free(struct tdstat_reading *reading);
+/* The thread of a record in a reading (NULL reading, or none: NULL). */
+const td_thr_stats_ns_t *tdstat_reading_record(const struct tdstat_reading *reading, uint32_t record);
+/* CLOCK_MONOTONIC end of the reading's window. */
+uint64_t tdstat_reading_end_ns(const struct tdstat_reading *reading);
+
+/* threads.c: the rows of -t over [from, to] (from NULL: the window so
+ * far), sorted by tid; *rows is malloc'd. */
+size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const struct tdstat_reading *to,
+			  struct tdstat_thread_row **rows);
+
+/* objects.c: the rows of -w over [from, to], heaviest first. */
+size_t tdstat_object_rows(struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
+			  const struct tdstat_reading *to, struct tdstat_object_row **rows);
+/* The object of a wait of `kind`, named for people. */
+void tdstat_object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kind, uint64_t object, char *name,
+			size_t size);
+
+/* symbolize.c: names from the target's symbol tables (elfutils). */
+struct tdstat_symbolizer *tdstat_symbolizer_open(pid_t pid); /* NULL: no names */
+void tdstat_symbolizer_close(struct tdstat_symbolizer *symbolizer);
+/* The symbol holding address ("name" or "name+OFFSET"); false if none. */
+bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t address, char *name, size_t size);
+/* The function a return address returns into, and its start. */
+bool tdstat_symbolize_caller(struct tdstat_symbolizer *symbolizer, uint64_t return_address, char *name, size_t size,
+			     uint64_t *function);
+
+/* report_rows.c: the rows of -t and -w, as text and as JSON lines. */
+void tdstat_report_thread_header(FILE *out);
+void tdstat_report_thread_row(FILE *out, struct tdstat_symbolizer *symbolizer, pid_t pid,
+			      const struct tdstat_thread_row *row);
+void tdstat_report_thread_json(FILE *out, struct tdstat_symbolizer *symbolizer, pid_t pid,
+			       const struct tdstat_thread_row *row);
+void tdstat_report_object_header(FILE *out);
+void tdstat_report_object_row(FILE *out, struct tdstat_symbolizer *symbolizer, pid_t pid,
+			      const struct tdstat_object_row *row);
+void tdstat_report_object_json(FILE *out, struct tdstat_symbolizer *symbolizer, pid_t pid,
+			       const struct tdstat_object_row *row, double window_s);
 
 /* report.c */
 void tdstat_report_header(FILE *out);
@@ -140,6 +232,8 @@ struct tdstat_watch_options {
 	double interval_s;
 	long count; /* rows to print; 0: until interrupted */
 	enum tdstat_format format;
+	bool threads; /* -t: a row per thread */
+	bool objects; /* -w: the objects waited on */
 };
 int tdstat_watch(const struct tdstat_watch_options *options);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Live mode: `tdstat [-i SECS] [-c COUNT] [--json] PID`.
+ * Live mode: `tdstat [-i SECS] [-c COUNT] [-t] [-w] [--json] PID`.
  *
  * The first line covers the window so far; each later line the last
  * interval only, the difference of two snapshots of the same window.  A
@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -80,43 +81,80 @@ static bool target_stopped(pid_t pid)
 	return state == 'T' || state == 't';
 }
 
-/* The kernel's figures at the previous line, for `untracked`. */
-static struct tdstat_kernel_sample kernel_previous;
-static bool kernel_previous_valid;
-
-static void print_line(const struct tdstat_watch_options *options,
-		       const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to)
+/* The threads of -t, under the process line. */
+static void print_threads(const struct tdstat_watch_options *options, struct tdstat_symbolizer *symbolizer,
+			  const struct tdstat_reading *from, const struct tdstat_reading *to)
 {
-	struct tdstat_interval interval;
-	struct tdstat_kernel_sample kernel;
-	bool kernel_valid = tdstat_kernel_sample(options->pid, &kernel);
+	struct tdstat_thread_row *rows;
+	size_t count = tdstat_thread_rows(options->pid, from, to, &rows);
 
-	tdstat_interval_compute(&interval, options->pid, from, to);
+	if (options->format == TDSTAT_FORMAT_TEXT)
+		tdstat_report_thread_header(stdout);
+	for (size_t i = 0; i < count; i++) {
+		if (options->format == TDSTAT_FORMAT_JSON)
+			tdstat_report_thread_json(stdout, symbolizer, options->pid, &rows[i]);
+		else
+			tdstat_report_thread_row(stdout, symbolizer, options->pid, &rows[i]);
+	}
+	free(rows);
+}
+
+/* The objects of -w, under the process line (and the threads). */
+static void print_objects(const struct tdstat_watch_options *options, struct tdstat_symbolizer *symbolizer,
+			  const struct tdstat_reading *from, const struct tdstat_reading *to, double window_s)
+{
+	struct tdstat_object_row *rows;
+	size_t count = tdstat_object_rows(symbolizer, from, to, &rows);
+
+	if (options->format == TDSTAT_FORMAT_TEXT)
+		tdstat_report_object_header(stdout);
+	for (size_t i = 0; i < count; i++) {
+		if (options->format == TDSTAT_FORMAT_JSON)
+			tdstat_report_object_json(stdout, symbolizer, options->pid, &rows[i], window_s);
+		else
+			tdstat_report_object_row(stdout, symbolizer, options->pid, &rows[i]);
+	}
+	free(rows);
+}
+
+/* A line over [from, to] of one window (from NULL: the window so far). */
+static void print_line(const struct tdstat_watch_options *options, struct tdstat_symbolizer *symbolizer,
+		       const struct tdstat_reading *from, const struct tdstat_reading *to)
+{
+	bool tables = options->threads || options->objects;
+	struct tdstat_interval interval;
+
+	tdstat_interval_compute(&interval, options->pid, from ? &from->stats : NULL, &to->stats);
 	interval.stopped = target_stopped(options->pid) ? TDSTAT_STOPPED : TDSTAT_RUNNING;
-	/* Known over an interval between two lines (the kernel keeps no
+	/* Known over an interval between two readings (the kernel keeps no
 	 * figure since the window's start); a stopped process is asleep for
 	 * the kernel without any wait of its own. */
-	if (from && kernel_valid && kernel_previous_valid && interval.stopped == TDSTAT_RUNNING) {
-		double kernel_runnable = tdstat_kernel_runnable(&kernel_previous, &kernel);
+	if (from && from->kernel_valid && to->kernel_valid && interval.stopped == TDSTAT_RUNNING) {
+		double kernel_runnable = tdstat_kernel_runnable(&from->kernel, &to->kernel);
 		interval.untracked = interval.runnable > kernel_runnable ? interval.runnable - kernel_runnable : 0;
 	}
-	tdstat_kernel_sample_free(&kernel_previous);
-	kernel_previous = kernel;
-	kernel_previous_valid = kernel_valid;
+	/* With tables under it, every block gets its own header. */
+	if (tables && options->format == TDSTAT_FORMAT_TEXT)
+		tdstat_report_header(stdout);
 	if (options->format == TDSTAT_FORMAT_JSON)
 		tdstat_report_json(stdout, &interval);
 	else
 		tdstat_report_row(stdout, &interval);
+	if (options->threads)
+		print_threads(options, symbolizer, from, to);
+	if (options->objects)
+		print_objects(options, symbolizer, from, to, interval.window_s);
+	if (tables && options->format == TDSTAT_FORMAT_TEXT)
+		fputc('\n', stdout);
 	fflush(stdout);
 }
 
 /* One tick after the first line.  Returns -1 to stop with *status set. */
-static int watch_tick(const struct tdstat_watch_options *options,
-		      const struct tdstat_target *target,
-		      td_ta_stats_ns_t *previous, int *status)
+static int watch_tick(const struct tdstat_watch_options *options, const struct tdstat_target *target,
+		      struct tdstat_symbolizer *symbolizer, struct tdstat_reading *previous, int *status)
 {
-	td_ta_stats_ns_t current;
-	td_err_e err = tdstat_target_snapshot(target, &current);
+	struct tdstat_reading current;
+	td_err_e err = tdstat_reading_take(target, options->threads || options->objects, &current);
 
 	if (err != TD_OK) {
 		if (tdstat_target_vanished(target, err)) {
@@ -128,58 +166,66 @@ static int watch_tick(const struct tdstat_watch_options *options,
 		}
 		return -1;
 	}
-	if (!current.enabled) {
-		if (previous->enabled)
+	if (!current.stats.enabled) {
+		if (previous->stats.enabled)
 			say_gathering_off(options->pid);
-	} else if (previous->enabled && tdstat_same_window(previous, &current)) {
-		print_line(options, previous, &current);
+	} else if (previous->stats.enabled && tdstat_same_window(&previous->stats, &current.stats)) {
+		print_line(options, symbolizer, previous, &current);
 	} else {
-		print_line(options, NULL, &current);
+		print_line(options, symbolizer, NULL, &current);
 	}
+	tdstat_reading_free(previous);
 	*previous = current;
 	return 0;
 }
 
-static int watch_target(const struct tdstat_watch_options *options,
-			const struct tdstat_target *target)
+static int watch_target(const struct tdstat_watch_options *options, const struct tdstat_target *target,
+			struct tdstat_symbolizer *symbolizer)
 {
-	td_ta_stats_ns_t previous;
+	struct tdstat_reading previous;
 	struct timespec deadline;
 	td_err_e err;
 	int status = TDSTAT_EXIT_OK;
 
-	err = tdstat_target_snapshot(target, &previous);
+	err = tdstat_reading_take(target, options->threads || options->objects, &previous);
 	if (err != TD_OK) {
 		tdstat_target_explain(target, err);
 		return TDSTAT_EXIT_FAILURE;
 	}
-	if (!previous.enabled) {
+	if (!previous.stats.enabled) {
 		say_gathering_off(options->pid);
+		tdstat_reading_free(&previous);
 		return TDSTAT_EXIT_FAILURE;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	if (options->format == TDSTAT_FORMAT_TEXT)
+	if (options->format == TDSTAT_FORMAT_TEXT && !options->threads && !options->objects)
 		tdstat_report_header(stdout);
-	print_line(options, NULL, &previous);
+	print_line(options, symbolizer, NULL, &previous);
 	for (long tick = 1; options->count == 0 || tick < options->count; tick++) {
 		add_seconds(&deadline, options->interval_s);
 		if (!sleep_until(&deadline))
 			break;
-		if (watch_tick(options, target, &previous, &status) < 0)
+		if (watch_tick(options, target, symbolizer, &previous, &status) < 0)
 			break;
 	}
+	tdstat_reading_free(&previous);
 	return status;
 }
 
 int tdstat_watch(const struct tdstat_watch_options *options)
 {
+	struct tdstat_symbolizer *symbolizer = NULL;
 	struct tdstat_target target;
 	int status;
 
 	catch_interrupts();
 	if (tdstat_target_open(&target, options->pid) < 0)
 		return TDSTAT_EXIT_FAILURE;
-	status = watch_target(options, &target);
+	/* Names for -t and -w; without them, addresses. */
+	if (options->threads || options->objects)
+		symbolizer = tdstat_symbolizer_open(options->pid);
+	status = watch_target(options, &target, symbolizer);
+	tdstat_symbolizer_close(symbolizer);
 	tdstat_target_close(&target);
 	return status;
 }

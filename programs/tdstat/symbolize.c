@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Names for addresses in a live target: the symbol a waited-on object
+ * lives in, the function a call site belongs to.  elfutils' libdwfl does
+ * the work: it maps the target's modules from /proc/PID/maps and reads
+ * each file's symbol tables, .symtab included, so a `static` mutex of a
+ * program that is not stripped has its name (and separate debug files
+ * where the system has them).  Addresses in no module (the heap, thread
+ * stacks) get no name: the caller prints them as addresses.
+ */
+#include "tdstat.h"
+
+#include <elfutils/libdwfl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A module loaded after the last report (dlopen) is found by reporting
+ * the modules again, at most this often. */
+#define REPORT_AGAIN_NS UINT64_C(1000000000)
+
+struct tdstat_symbolizer {
+	pid_t pid;
+	Dwfl *dwfl;
+	uint64_t reported_ns;
+};
+
+static const Dwfl_Callbacks callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static bool report_modules(struct tdstat_symbolizer *symbolizer)
+{
+	bool ok;
+
+	dwfl_report_begin(symbolizer->dwfl);
+	ok = dwfl_linux_proc_report(symbolizer->dwfl, symbolizer->pid) == 0;
+	dwfl_report_end(symbolizer->dwfl, NULL, NULL);
+	symbolizer->reported_ns = monotonic_ns();
+	return ok;
+}
+
+struct tdstat_symbolizer *tdstat_symbolizer_open(pid_t pid)
+{
+	struct tdstat_symbolizer *symbolizer = calloc(1, sizeof(*symbolizer));
+
+	if (!symbolizer)
+		return NULL;
+	symbolizer->pid = pid;
+	symbolizer->dwfl = dwfl_begin(&callbacks);
+	if (!symbolizer->dwfl || !report_modules(symbolizer)) {
+		tdstat_symbolizer_close(symbolizer);
+		return NULL;
+	}
+	return symbolizer;
+}
+
+void tdstat_symbolizer_close(struct tdstat_symbolizer *symbolizer)
+{
+	if (!symbolizer)
+		return;
+	if (symbolizer->dwfl)
+		dwfl_end(symbolizer->dwfl);
+	free(symbolizer);
+}
+
+static Dwfl_Module *module_of(struct tdstat_symbolizer *symbolizer, uint64_t address)
+{
+	Dwfl_Module *module = dwfl_addrmodule(symbolizer->dwfl, (Dwarf_Addr)address);
+
+	if (!module && monotonic_ns() - symbolizer->reported_ns > REPORT_AGAIN_NS && report_modules(symbolizer))
+		module = dwfl_addrmodule(symbolizer->dwfl, (Dwarf_Addr)address);
+	return module;
+}
+
+/* The symbol whose extent holds `address` (or, for a symbol of unknown
+ * size, the nearest one below it), and the offset into it. */
+static const char *symbol_at(struct tdstat_symbolizer *symbolizer, uint64_t address, GElf_Off *offset,
+			     GElf_Sym *symbol)
+{
+	Dwfl_Module *module;
+	const char *name;
+
+	if (!symbolizer || address == 0)
+		return NULL;
+	module = module_of(symbolizer, address);
+	if (!module)
+		return NULL;
+	name = dwfl_module_addrinfo(module, (GElf_Addr)address, offset, symbol, NULL, NULL, NULL);
+	if (!name || !*name || (symbol->st_size && *offset >= symbol->st_size))
+		return NULL;
+	return name;
+}
+
+bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t address, char *name, size_t size)
+{
+	GElf_Off offset;
+	GElf_Sym symbol;
+	const char *found = symbol_at(symbolizer, address, &offset, &symbol);
+
+	if (!found)
+		return false;
+	/* A lock inside a static struct: where in it. */
+	if (offset)
+		snprintf(name, size, "%s+%" PRIu64, found, (uint64_t)offset);
+	else
+		snprintf(name, size, "%s", found);
+	return true;
+}
+
+bool tdstat_symbolize_caller(struct tdstat_symbolizer *symbolizer, uint64_t return_address, char *name, size_t size,
+			     uint64_t *function)
+{
+	GElf_Off offset;
+	GElf_Sym symbol;
+	const char *found;
+
+	/* The call is the instruction before the return address: a call
+	 * that ends a function returns past its last byte. */
+	if (return_address == 0)
+		return false;
+	found = symbol_at(symbolizer, return_address - 1, &offset, &symbol);
+	if (!found)
+		return false;
+	snprintf(name, size, "%s", found);
+	*function = return_address - 1 - offset;
+	return true;
+}
