@@ -38,6 +38,13 @@ static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *on_cpu_ns, uint64_t *
 	return ok;
 }
 
+static int by_tid(const void *a, const void *b)
+{
+	const struct tdstat_kernel_thread *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
 bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 {
 	char path[64];
@@ -72,6 +79,8 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 	}
 	closedir(tasks);
 	sample->taken_ns = monotonic_ns();
+	if (sample->count)
+		qsort(sample->threads, sample->count, sizeof(*sample->threads), by_tid);
 	return sample->count > 0;
 }
 
@@ -84,23 +93,7 @@ void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample)
 
 const struct tdstat_kernel_thread *tdstat_kernel_thread_find(const struct tdstat_kernel_sample *sample, pid_t tid)
 {
-	for (size_t i = 0; i < sample->count; i++)
-		if (sample->threads[i].tid == tid)
-			return &sample->threads[i];
-	return NULL;
-}
+	const struct tdstat_kernel_thread key = { .tid = tid };
 
-double tdstat_kernel_runnable(const struct tdstat_kernel_sample *from, const struct tdstat_kernel_sample *to)
-{
-	uint64_t total = 0;
-
-	if (to->taken_ns <= from->taken_ns)
-		return 0;
-	for (size_t i = 0; i < to->count; i++) {
-		const struct tdstat_kernel_thread *before = tdstat_kernel_thread_find(from, to->threads[i].tid);
-		uint64_t now = to->threads[i].runnable_ns;
-
-		total += before ? (now > before->runnable_ns ? now - before->runnable_ns : 0) : now;
-	}
-	return (double)total / (double)(to->taken_ns - from->taken_ns);
+	return sample->count ? bsearch(&key, sample->threads, sample->count, sizeof(key), by_tid) : NULL;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One reading of a target: the process's figures (td_ta_get_stats_ns),
- * or for `-t` and `-w` the tracked threads one by one
- * (td_ta_thr_stats_iter) and the process's figures from the same walk;
- * then the kernel's per-thread figures, taken right after.
+ * One reading of a live target: the tracked threads one by one
+ * (td_ta_thr_stats_iter) and the process's figures from the same walk,
+ * then the kernel's per-thread figures, taken right after.  Every line of
+ * live mode is the difference of two readings; the threads give -t and -w
+ * their rows, and every line its `untracked` figure.
  */
 #include "tdstat.h"
 
@@ -40,17 +41,14 @@ static int keep_thread(const td_thr_stats_ns_t *thread, void *data)
 	return 0;
 }
 
-td_err_e tdstat_reading_take(const struct tdstat_target *target, bool threads, struct tdstat_reading *reading)
+td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading)
 {
 	struct growing growing = { .reading = reading };
 	td_err_e err;
 
 	memset(reading, 0, sizeof(*reading));
 	reading->stats.size = sizeof(reading->stats);
-	if (threads)
-		err = td_ta_thr_stats_iter(target->agent, keep_thread, &growing, &reading->stats);
-	else
-		err = tdstat_target_snapshot(target, &reading->stats);
+	err = td_ta_thr_stats_iter(target->agent, keep_thread, &growing, &reading->stats);
 	if (err == TD_OK && growing.failed)
 		err = TD_MALLOC;
 	if (err != TD_OK) {

@@ -85,12 +85,12 @@ void tdstat_report_thread_row(FILE *out, struct tdstat_symbolizer *symbolizer, p
 {
 	char runnable[16], idle[16], cpu[16], run_queue[16], untracked[16], kinds[256], now[320];
 
-	share_text(runnable, sizeof(runnable), row->tracked, row->runnable);
-	share_text(idle, sizeof(idle), row->tracked, row->idle);
+	share_text(runnable, sizeof(runnable), row->tracked && row->shim_known, row->runnable);
+	share_text(idle, sizeof(idle), row->tracked && row->shim_known, row->idle);
 	share_text(cpu, sizeof(cpu), row->has_kernel, row->cpu);
 	share_text(run_queue, sizeof(run_queue), row->has_kernel, row->run_queue);
 	share_text(untracked, sizeof(untracked), row->untracked >= 0, row->untracked);
-	if (row->tracked)
+	if (row->tracked && row->shim_known)
 		kinds_text(row->idle_by, kinds, sizeof(kinds));
 	else
 		snprintf(kinds, sizeof(kinds), "-");
@@ -125,7 +125,7 @@ void tdstat_report_thread_json(FILE *out, struct tdstat_symbolizer *symbolizer, 
 					 : "");
 		fprintf(out, ",\"site_address\":\"0x%" PRIx64 "\"", row->site);
 	}
-	if (row->tracked) {
+	if (row->tracked && row->shim_known) {
 		fprintf(out, ",\"runnable\":%.6f,\"idle\":%.6f,\"idle_by\":{", row->runnable, row->idle);
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
 			fprintf(out, "%s\"%s\":%.6f", k ? "," : "", td_wait_kind_name((unsigned)k), row->idle_by[k]);

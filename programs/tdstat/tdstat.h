@@ -70,8 +70,8 @@ struct tdstat_interval {
 	double untracked;
 };
 
-/* The kernel's own runnable time of a process: on a CPU plus in the run
- * queue, summed over its threads (/proc/PID/task/TID/schedstat). */
+/* The kernel's own runnable time of a process's threads: on a CPU plus
+ * in the run queue (/proc/PID/task/TID/schedstat), sorted by tid. */
 struct tdstat_kernel_sample {
 	uint64_t taken_ns;   /* CLOCK_MONOTONIC */
 	size_t count;
@@ -99,6 +99,7 @@ struct tdstat_thread_row {
 	pid_t tid;
 	char name[17];          /* /proc/PID/task/TID/comm */
 	bool tracked;           /* the shim has a record of it */
+	bool shim_known;        /* runnable, idle and idle_by are its own (threads.c) */
 	uint32_t state;         /* enum tdstat_thread_state, now */
 	int wait_kind;          /* enum tdstat_wait_kind it waits in now, or -1 */
 	uint64_t object, site;  /* of that wait */
@@ -158,16 +159,12 @@ bool tdstat_same_window(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b);
 /* Samples pid's threads; false when /proc does not let us. */
 bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample);
 void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample);
-/* The kernel's runnable average between two samples: threads present in
- * both count their growth, threads new in `to` all they have. */
-double tdstat_kernel_runnable(const struct tdstat_kernel_sample *from, const struct tdstat_kernel_sample *to);
 /* The thread tid of a sample, or NULL. */
 const struct tdstat_kernel_thread *tdstat_kernel_thread_find(const struct tdstat_kernel_sample *sample, pid_t tid);
 
 /* reading.c */
-/* With `threads`, the threads one by one too.  On failure returns the
- * td_err_e and leaves nothing to free. */
-td_err_e tdstat_reading_take(const struct tdstat_target *target, bool threads, struct tdstat_reading *reading);
+/* On failure returns the td_err_e and leaves nothing to free. */
+td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading);
 void tdstat_reading_free(struct tdstat_reading *reading);
 /* The thread of a record in a reading (NULL reading, or none: NULL). */
 const td_thr_stats_ns_t *tdstat_reading_record(const struct tdstat_reading *reading, uint32_t record);
@@ -178,6 +175,9 @@ uint64_t tdstat_reading_end_ns(const struct tdstat_reading *reading);
  * far), sorted by tid; *rows is malloc'd. */
 size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const struct tdstat_reading *to,
 			  struct tdstat_thread_row **rows);
+/* The process's untracked average from the rows over an interval; < 0
+ * when not known. */
+double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count);
 
 /* objects.c: the rows of -w over [from, to], heaviest first. */
 size_t tdstat_object_rows(struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,

@@ -55,7 +55,14 @@ static bool kernel_shares(const struct tdstat_reading *from, const struct tdstat
 	return true;
 }
 
-static void row_from_record(struct tdstat_thread_row *row, const td_thr_stats_ns_t *before,
+/*
+ * A record is one thread's at a time, and its integrals are the record's
+ * (td_ta_thr_stats_iter): its growth over the interval is its thread's
+ * own when the same owner held it at both readings (same generation), or
+ * when the record was not in use at the first.  A record that changed
+ * owners in between mixes them: its thread's shim shares are unknown.
+ */
+static void row_from_record(struct tdstat_thread_row *row, bool interval, const td_thr_stats_ns_t *before,
 			    const td_thr_stats_ns_t *now, double window_ns)
 {
 	row->tracked = true;
@@ -63,7 +70,8 @@ static void row_from_record(struct tdstat_thread_row *row, const td_thr_stats_ns
 	row->wait_kind = now->state == TDSTAT_STATE_BLOCKED ? (int)now->kind : -1;
 	row->object = now->object;
 	row->site = now->site;
-	if (window_ns <= 0)
+	row->shim_known = !interval || !before || before->generation == now->generation;
+	if (!row->shim_known || window_ns <= 0)
 		return;
 	row->runnable = (double)growth(before ? before->runnable_ns : 0, now->runnable_ns) / window_ns;
 	row->idle = (double)growth(before ? before->idle_ns : 0, now->idle_ns) / window_ns;
@@ -102,7 +110,7 @@ size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const st
 		row = &rows[count++];
 		row->tid = now->tid;
 		row->window_s = window_ns / 1e9;
-		row_from_record(row, tdstat_reading_record(from, now->record), now, window_ns);
+		row_from_record(row, from != NULL, tdstat_reading_record(from, now->record), now, window_ns);
 	}
 	/* Threads of the process the shim has no record of. */
 	size_t tracked = count;
@@ -122,11 +130,35 @@ size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const st
 		thread_name(pid, row->tid, row->name, sizeof(row->name));
 		row->has_kernel = kernel_shares(from, to, row->tid, &row->cpu, &row->run_queue);
 		row->untracked = -1;
-		if (row->has_kernel && row->tracked)
+		if (row->has_kernel && row->tracked && row->shim_known)
 			row->untracked = row->runnable > row->cpu + row->run_queue
 						 ? row->runnable - (row->cpu + row->run_queue)
 						 : 0;
 	}
 	qsort(rows, count, sizeof(*rows), by_tid);
 	return count;
+}
+
+/*
+ * The process's untracked average: over the threads both sides know for
+ * the interval, the shim's runnable less the kernel's, added up before
+ * the one clamp at 0, so that the small offsets between the two sides'
+ * reading moments cancel instead of adding up.  Threads that began or
+ * ended in the interval, or whose record changed owner, take no part:
+ * one side has only part of their time.
+ */
+double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count)
+{
+	double total = 0;
+	bool known = false;
+
+	for (size_t i = 0; i < count; i++) {
+		if (rows[i].untracked < 0)
+			continue;
+		known = true;
+		total += rows[i].runnable - (rows[i].cpu + rows[i].run_queue);
+	}
+	if (!known)
+		return -1;
+	return total > 0 ? total : 0;
 }

@@ -83,11 +83,8 @@ static bool target_stopped(pid_t pid)
 
 /* The threads of -t, under the process line. */
 static void print_threads(const struct tdstat_watch_options *options, struct tdstat_symbolizer *symbolizer,
-			  const struct tdstat_reading *from, const struct tdstat_reading *to)
+			  const struct tdstat_thread_row *rows, size_t count)
 {
-	struct tdstat_thread_row *rows;
-	size_t count = tdstat_thread_rows(options->pid, from, to, &rows);
-
 	if (options->format == TDSTAT_FORMAT_TEXT)
 		tdstat_report_thread_header(stdout);
 	for (size_t i = 0; i < count; i++) {
@@ -96,7 +93,6 @@ static void print_threads(const struct tdstat_watch_options *options, struct tds
 		else
 			tdstat_report_thread_row(stdout, symbolizer, options->pid, &rows[i]);
 	}
-	free(rows);
 }
 
 /* The objects of -w, under the process line (and the threads). */
@@ -123,16 +119,16 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 {
 	bool tables = options->threads || options->objects;
 	struct tdstat_interval interval;
+	struct tdstat_thread_row *rows;
+	size_t count = tdstat_thread_rows(options->pid, from, to, &rows);
 
 	tdstat_interval_compute(&interval, options->pid, from ? &from->stats : NULL, &to->stats);
 	interval.stopped = target_stopped(options->pid) ? TDSTAT_STOPPED : TDSTAT_RUNNING;
 	/* Known over an interval between two readings (the kernel keeps no
 	 * figure since the window's start); a stopped process is asleep for
 	 * the kernel without any wait of its own. */
-	if (from && from->kernel_valid && to->kernel_valid && interval.stopped == TDSTAT_RUNNING) {
-		double kernel_runnable = tdstat_kernel_runnable(&from->kernel, &to->kernel);
-		interval.untracked = interval.runnable > kernel_runnable ? interval.runnable - kernel_runnable : 0;
-	}
+	if (interval.stopped == TDSTAT_RUNNING)
+		interval.untracked = tdstat_untracked(rows, count);
 	/* With tables under it, every block gets its own header. */
 	if (tables && options->format == TDSTAT_FORMAT_TEXT)
 		tdstat_report_header(stdout);
@@ -141,7 +137,8 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	else
 		tdstat_report_row(stdout, &interval);
 	if (options->threads)
-		print_threads(options, symbolizer, from, to);
+		print_threads(options, symbolizer, rows, count);
+	free(rows);
 	if (options->objects)
 		print_objects(options, symbolizer, from, to, interval.window_s);
 	if (tables && options->format == TDSTAT_FORMAT_TEXT)
@@ -154,7 +151,7 @@ static int watch_tick(const struct tdstat_watch_options *options, const struct t
 		      struct tdstat_symbolizer *symbolizer, struct tdstat_reading *previous, int *status)
 {
 	struct tdstat_reading current;
-	td_err_e err = tdstat_reading_take(target, options->threads || options->objects, &current);
+	td_err_e err = tdstat_reading_take(target, &current);
 
 	if (err != TD_OK) {
 		if (tdstat_target_vanished(target, err)) {
@@ -187,7 +184,7 @@ static int watch_target(const struct tdstat_watch_options *options, const struct
 	td_err_e err;
 	int status = TDSTAT_EXIT_OK;
 
-	err = tdstat_reading_take(target, options->threads || options->objects, &previous);
+	err = tdstat_reading_take(target, &previous);
 	if (err != TD_OK) {
 		tdstat_target_explain(target, err);
 		return TDSTAT_EXIT_FAILURE;
