@@ -18,7 +18,9 @@
  *   - the rest of every kind's growth (waits that began and ended between
  *     the readings, or that were current at a and ended before b) belongs
  *     to no object the readings saw: it is shown per kind as "waits that
- *     ended", so the rows of a kind sum to its idle_by figure.
+ *     ended", so the rows of a kind sum to its idle_by figure.  The
+ *     objects of waits current at a that ended before b are named with
+ *     it: some of its time is theirs, how much is not known.
  *
  * Nothing is ever credited to an object it was not spent on, beyond the
  * reading's own duration (b's end is taken after the walk).
@@ -49,17 +51,29 @@ struct object_table {
 	bool failed;
 };
 
-static void credit(struct object_table *table, const struct tdstat_object_row *key, uint64_t ns)
+/* An ended row names a few of the objects whose waits it holds. */
+static void note_seen(struct tdstat_object_row *row, uint64_t object)
+{
+	for (int i = 0; i < row->seen_count; i++)
+		if (row->seen[i] == object)
+			return;
+	if (row->seen_count < TDSTAT_SEEN_MAX)
+		row->seen[row->seen_count++] = object;
+	else
+		row->seen_more = true;
+}
+
+static struct tdstat_object_row *credit(struct object_table *table, const struct tdstat_object_row *key, uint64_t ns)
 {
 	if (ns == 0)
-		return;
+		return NULL;
 	for (size_t i = 0; i < table->count; i++) {
 		struct tdstat_object_row *row = &table->rows[i];
 
 		if (row->kind == key->kind && row->ended == key->ended && row->object == key->object &&
 		    row->function == key->function) {
 			row->idle_ns += ns;
-			return;
+			return row;
 		}
 	}
 	if (table->count == table->capacity) {
@@ -68,14 +82,14 @@ static void credit(struct object_table *table, const struct tdstat_object_row *k
 
 		if (!more) {
 			table->failed = true;
-			return;
+			return NULL;
 		}
 		table->rows = more;
 		table->capacity = grown;
 	}
 	table->rows[table->count] = *key;
 	table->rows[table->count].idle_ns = ns;
-	table->count++;
+	return &table->rows[table->count++];
 }
 
 static int heaviest_first(const void *a, const void *b)
@@ -134,8 +148,15 @@ size_t tdstat_object_rows(struct tdstat_symbolizer *symbolizer, const struct tds
 			credit(&table, &key, part);
 			kind_growth[now->kind] -= part;
 		}
-		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			credit(&table, &(struct tdstat_object_row){ .kind = k, .ended = true }, kind_growth[k]);
+		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
+			struct tdstat_object_row *ended =
+				credit(&table, &(struct tdstat_object_row){ .kind = k, .ended = true }, kind_growth[k]);
+
+			/* The wait current at a that ended since is part of it. */
+			if (ended && before && before->state == TDSTAT_STATE_BLOCKED && (int)before->kind == k &&
+			    !same_wait(before, now) && before->object != 0)
+				note_seen(ended, before->object);
+		}
 	}
 	for (size_t i = 0; i < table.count; i++)
 		table.rows[i].waiting = window_ns ? (double)table.rows[i].idle_ns / (double)window_ns : 0;

@@ -146,16 +146,27 @@ void tdstat_report_object_header(FILE *out)
 static void object_text(struct tdstat_symbolizer *symbolizer, pid_t pid, const struct tdstat_object_row *row,
 			char *text, size_t size)
 {
-	if (row->ended)
-		snprintf(text, size, "(waits that ended)");
-	else
+	size_t used;
+
+	if (!row->ended) {
 		tdstat_object_name(symbolizer, pid, row->kind, row->object, text, size);
+		return;
+	}
+	used = (size_t)snprintf(text, size, "(waits that ended");
+	for (int i = 0; i < row->seen_count && used < size; i++) {
+		char name[160];
+
+		tdstat_object_name(symbolizer, pid, row->kind, row->seen[i], name, sizeof(name));
+		used += (size_t)snprintf(text + used, size - used, "%s%s", i ? ", " : ": ", name);
+	}
+	if (used < size)
+		snprintf(text + used, size - used, "%s)", row->seen_more ? ", ..." : "");
 }
 
 void tdstat_report_object_row(FILE *out, struct tdstat_symbolizer *symbolizer, pid_t pid,
 			      const struct tdstat_object_row *row)
 {
-	char object[160], caller[160];
+	char object[512], caller[160];
 
 	if (row->waiting < SHOWN_MIN)
 		return;
@@ -172,7 +183,7 @@ void tdstat_report_object_row(FILE *out, struct tdstat_symbolizer *symbolizer, p
 void tdstat_report_object_json(FILE *out, struct tdstat_symbolizer *symbolizer, pid_t pid,
 			       const struct tdstat_object_row *row, double window_s)
 {
-	char object[160];
+	char object[512];
 
 	object_text(symbolizer, pid, row, object, sizeof(object));
 	fprintf(out, "{\"pid\":%d,\"kind\":\"%s\",\"object\":", (int)pid, td_wait_kind_name((unsigned)row->kind));
@@ -183,5 +194,17 @@ void tdstat_report_object_json(FILE *out, struct tdstat_symbolizer *symbolizer, 
 		json_string(out, row->site_name);
 		fprintf(out, ",\"site_address\":\"0x%" PRIx64 "\"", row->site);
 	}
-	fprintf(out, "%s,\"waiting\":%.6f,\"window_s\":%.6f}\n", row->ended ? ",\"ended\":true" : "", row->waiting, window_s);
+	if (row->ended) {
+		fputs(",\"ended\":true,\"seen\":[", out);
+		for (int i = 0; i < row->seen_count; i++) {
+			char name[160];
+
+			tdstat_object_name(symbolizer, pid, row->kind, row->seen[i], name, sizeof(name));
+			if (i)
+				fputc(',', out);
+			json_string(out, name);
+		}
+		fputc(']', out);
+	}
+	fprintf(out, ",\"waiting\":%.6f,\"window_s\":%.6f}\n", row->waiting, window_s);
 }

@@ -120,6 +120,12 @@ struct tdstat_object_row {
 	char site_name[128];    /* the caller's function, "" if unknown */
 	uint64_t idle_ns;
 	double waiting;         /* threads waiting on it, on average */
+	/* ended: objects of waits current at the first reading that ended
+	 * in the interval (some of the row's time is theirs). */
+#define TDSTAT_SEEN_MAX 3
+	uint64_t seen[TDSTAT_SEEN_MAX];
+	int seen_count;
+	bool seen_more;
 };
 
 struct tdstat_symbolizer;
