@@ -76,7 +76,7 @@ static void share_text(char *text, size_t size, bool known, double share)
 
 void tdstat_report_thread_header(FILE *out)
 {
-	fprintf(out, "%8s %-16s %8s %6s %6s %6s %9s  %-24s %s\n", "TID", "NAME", "RUNNABLE", "CPU", "RUNQ", "IDLE",
+	fprintf(out, "%8s %-16s %8s %6s %6s %6s %9s  %-30s %s\n", "TID", "NAME", "RUNNABLE", "CPU", "RUNQ", "IDLE",
 		"UNTRACKED", "IDLE BY KIND", "WAITING NOW IN");
 }
 
@@ -95,7 +95,7 @@ void tdstat_report_thread_row(FILE *out, struct tdstat_symbolizer *symbolizer, p
 	else
 		snprintf(kinds, sizeof(kinds), "-");
 	wait_now_text(symbolizer, pid, row, now, sizeof(now));
-	fprintf(out, "%8d %-16s %8s %6s %6s %6s %9s  %-24s %s\n", (int)row->tid, row->name, runnable, cpu, run_queue,
+	fprintf(out, "%8d %-16s %8s %6s %6s %6s %9s  %-30s %s\n", (int)row->tid, row->name, runnable, cpu, run_queue,
 		idle, untracked, kinds, now);
 }
 

@@ -6,7 +6,9 @@
  * each file's symbol tables, .symtab included, so a `static` mutex of a
  * program that is not stripped has its name (and separate debug files
  * where the system has them).  Addresses in no module (the heap, thread
- * stacks) get no name: the caller prints them as addresses.
+ * stacks) get no name: the caller prints them as addresses; an address in
+ * a module but in no symbol (a stripped library's static function) is
+ * named by its file and offset, which addr2line and a debug file resolve.
  */
 #include "tdstat.h"
 
@@ -84,32 +86,50 @@ static Dwfl_Module *module_of(struct tdstat_symbolizer *symbolizer, uint64_t add
 }
 
 /* The symbol whose extent holds `address` (or, for a symbol of unknown
- * size, the nearest one below it), and the offset into it. */
+ * size, the nearest one below it), and the offset into it; NULL, with
+ * *module set when the address lies in one, when no symbol holds it (a
+ * stripped library's local function). */
 static const char *symbol_at(struct tdstat_symbolizer *symbolizer, uint64_t address, GElf_Off *offset,
-			     GElf_Sym *symbol)
+			     GElf_Sym *symbol, Dwfl_Module **module)
 {
-	Dwfl_Module *module;
 	const char *name;
 
+	*module = NULL;
 	if (!symbolizer || address == 0)
 		return NULL;
-	module = module_of(symbolizer, address);
-	if (!module)
+	*module = module_of(symbolizer, address);
+	if (!*module)
 		return NULL;
-	name = dwfl_module_addrinfo(module, (GElf_Addr)address, offset, symbol, NULL, NULL, NULL);
+	name = dwfl_module_addrinfo(*module, (GElf_Addr)address, offset, symbol, NULL, NULL, NULL);
 	if (!name || !*name || (symbol->st_size && *offset >= symbol->st_size))
 		return NULL;
 	return name;
 }
 
+/* "liblzma.so.5+0x1b5ad": where in its file an address without a symbol
+ * lies. */
+static bool module_offset(Dwfl_Module *module, uint64_t address, char *name, size_t size)
+{
+	Dwarf_Addr start;
+	const char *path = module ? dwfl_module_info(module, NULL, &start, NULL, NULL, NULL, NULL, NULL) : NULL;
+	const char *base;
+
+	if (!path)
+		return false;
+	base = strrchr(path, '/');
+	snprintf(name, size, "%s+0x%" PRIx64, base ? base + 1 : path, address - (uint64_t)start);
+	return true;
+}
+
 bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t address, char *name, size_t size)
 {
+	Dwfl_Module *module;
 	GElf_Off offset;
 	GElf_Sym symbol;
-	const char *found = symbol_at(symbolizer, address, &offset, &symbol);
+	const char *found = symbol_at(symbolizer, address, &offset, &symbol, &module);
 
 	if (!found)
-		return false;
+		return module_offset(module, address, name, size);
 	/* A lock inside a static struct: where in it. */
 	if (offset)
 		snprintf(name, size, "%s+%" PRIu64, found, (uint64_t)offset);
@@ -121,6 +141,7 @@ bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t addr
 bool tdstat_symbolize_caller(struct tdstat_symbolizer *symbolizer, uint64_t return_address, char *name, size_t size,
 			     uint64_t *function)
 {
+	Dwfl_Module *module;
 	GElf_Off offset;
 	GElf_Sym symbol;
 	const char *found;
@@ -129,9 +150,12 @@ bool tdstat_symbolize_caller(struct tdstat_symbolizer *symbolizer, uint64_t retu
 	 * that ends a function returns past its last byte. */
 	if (return_address == 0)
 		return false;
-	found = symbol_at(symbolizer, return_address - 1, &offset, &symbol);
-	if (!found)
-		return false;
+	found = symbol_at(symbolizer, return_address - 1, &offset, &symbol, &module);
+	if (!found) {
+		/* Each call site is then its own row. */
+		*function = return_address;
+		return module_offset(module, return_address, name, size);
+	}
 	snprintf(name, size, "%s", found);
 	*function = return_address - 1 - offset;
 	return true;
