@@ -116,7 +116,19 @@ static void current_wait_key(struct tdstat_symbolizer *symbolizer, const td_thr_
 		key->function = now->site;
 }
 
-size_t tdstat_object_rows(struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
+/* The names of a row, for the formats. */
+static void name_row(struct tdstat_symbolizer *symbolizer, struct tdstat_object_row *row)
+{
+	if (!row->ended)
+		tdstat_object_name(symbolizer, row->pid, row->kind, row->object, row->object_name,
+				   sizeof(row->object_name));
+	for (int i = 0; i < row->seen_count; i++)
+		tdstat_object_name(symbolizer, row->pid, row->kind, row->seen[i], row->seen_names[i],
+				   sizeof(row->seen_names[i]));
+	tdstat_printable(row->site_name);
+}
+
+size_t tdstat_object_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
 			  const struct tdstat_reading *to, struct tdstat_object_row **rows_out)
 {
 	struct object_table table = { 0 };
@@ -158,8 +170,12 @@ size_t tdstat_object_rows(struct tdstat_symbolizer *symbolizer, const struct tds
 				note_seen(ended, before->object);
 		}
 	}
-	for (size_t i = 0; i < table.count; i++)
+	for (size_t i = 0; i < table.count; i++) {
+		table.rows[i].pid = pid;
+		table.rows[i].window_s = (double)window_ns / 1e9;
 		table.rows[i].waiting = window_ns ? (double)table.rows[i].idle_ns / (double)window_ns : 0;
+		name_row(symbolizer, &table.rows[i]);
+	}
 	if (table.count)
 		qsort(table.rows, table.count, sizeof(*table.rows), heaviest_first);
 	*rows_out = table.rows;
@@ -168,7 +184,7 @@ size_t tdstat_object_rows(struct tdstat_symbolizer *symbolizer, const struct tds
 
 /* What a wait of `kind` on `object` is, for people: the symbol it lives
  * in, else what the number means for that kind. */
-void tdstat_object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kind, uint64_t object, char *name,
+static void object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kind, uint64_t object, char *name,
 			size_t size)
 {
 	switch (kind) {
@@ -205,4 +221,12 @@ void tdstat_object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kin
 		if (!tdstat_symbolize_object(symbolizer, object, name, size))
 			snprintf(name, size, "0x%" PRIx64, object);
 	}
+}
+
+void tdstat_object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kind, uint64_t object, char *name,
+			size_t size)
+{
+	/* Symbols and file names are any bytes. */
+	object_name(symbolizer, pid, kind, object, name, size);
+	tdstat_printable(name);
 }

@@ -5,13 +5,12 @@
  *   main.c      arguments, dispatch, usage
  *   target.c    a PID -> a libc_db agent (through libtdstat_ps), errors
  *   interval.c  two 64-bit snapshots -> averages and int fractions
- *   report.c    rows, JSON lines and the summary of `run`
+ *   format*.c   the output formats: one table, one file per format (format.h)
  *   watch.c     live mode
  *   reading.c   the threads one by one and the kernel's view (-t, -w)
  *   threads.c   -t: a row per thread over an interval
  *   objects.c   -w: the objects idle time went to
  *   symbolize.c names from the target's symbol tables (elfutils)
- *   report_rows.c  the rows of -t and -w, text and JSON
  *   control.c   enable, disable, reset
  *   run.c       run CMD under the shim, read it at its exit stop
  *   privilege.c does CMD gain privileges (setuid...) when it starts
@@ -45,6 +44,9 @@ struct tdstat_target {
 	td_thragent_t *agent;
 };
 
+/* /proc/PID/comm holds at most 15 bytes; room for them made printable. */
+#define TDSTAT_COMM_SIZE 64
+
 /* What one printed line covers: an interval of one window. */
 struct tdstat_interval {
 	pid_t pid;
@@ -68,6 +70,12 @@ struct tdstat_interval {
 	/* Threads the shim counted runnable while the kernel saw them
 	 * asleep, on average; negative: not known (SPEC §6). */
 	double untracked;
+	/* The process's name (/proc/PID/comm, made printable UTF-8); empty
+	 * when not known. */
+	char comm[TDSTAT_COMM_SIZE];
+	/* The snapshot at the end of the line: the window so far, whose
+	 * integrals are the counters of OpenMetrics. */
+	td_ta_stats_ns_t totals;
 };
 
 /* The kernel's own runnable time of a process's threads: on a CPU plus
@@ -83,8 +91,11 @@ struct tdstat_kernel_sample {
 	} *threads;
 };
 
-/* One reading of a target for -t and -w (reading.c): the threads one by
- * one and the process from the same walk, the kernel's figures after it. */
+struct tdstat_format; /* format.h */
+struct tdstat_symbolizer; /* symbolize.c */
+
+/* One reading of a live target (reading.c): the threads one by one and
+ * the process from the same walk, the kernel's figures after it. */
 struct tdstat_reading {
 	td_ta_stats_ns_t stats;
 	size_t count;
@@ -93,16 +104,22 @@ struct tdstat_reading {
 	bool kernel_valid;
 };
 
+/* Room for a name made for people: a symbol, "fd 3 pipe:[123]". */
+#define TDSTAT_NAME_SIZE 256
+
 /* A row of -t (threads.c): one thread over an interval.  Shares are
- * averages over the interval, 0 to 1. */
+ * averages over the interval, 0 to 1; names are printable UTF-8. */
 struct tdstat_thread_row {
+	pid_t pid;
 	pid_t tid;
-	char name[17];          /* /proc/PID/task/TID/comm */
+	char name[TDSTAT_COMM_SIZE]; /* /proc/PID/task/TID/comm */
 	bool tracked;           /* the shim has a record of it */
 	bool shim_known;        /* runnable, idle and idle_by are its own (threads.c) */
 	uint32_t state;         /* enum tdstat_thread_state, now */
 	int wait_kind;          /* enum tdstat_wait_kind it waits in now, or -1 */
 	uint64_t object, site;  /* of that wait */
+	char object_name[TDSTAT_NAME_SIZE]; /* tdstat_object_name */
+	char site_name[TDSTAT_NAME_SIZE];   /* the caller's function, "" if unknown */
 	double runnable, idle, idle_by[TDSTAT_WAIT_KIND_COUNT];
 	bool has_kernel;        /* cpu and run_queue known */
 	double cpu, run_queue;  /* schedstat: on a CPU, waiting for one */
@@ -112,27 +129,24 @@ struct tdstat_thread_row {
 
 /* A row of -w (objects.c): where idle time went over an interval. */
 struct tdstat_object_row {
+	pid_t pid;
 	int kind;               /* enum tdstat_wait_kind */
 	bool ended;             /* the kind's waits that no reading saw current */
 	uint64_t object;
 	uint64_t site;          /* a return address of a wait on it */
 	uint64_t function;      /* start of the caller's function (site if unknown) */
-	char site_name[128];    /* the caller's function, "" if unknown */
+	char object_name[TDSTAT_NAME_SIZE]; /* tdstat_object_name; "" when ended */
+	char site_name[TDSTAT_NAME_SIZE];   /* the caller's function, "" if unknown */
 	uint64_t idle_ns;
 	double waiting;         /* threads waiting on it, on average */
+	double window_s;
 	/* ended: objects of waits current at the first reading that ended
 	 * in the interval (some of the row's time is theirs). */
 #define TDSTAT_SEEN_MAX 3
-	uint64_t seen[TDSTAT_SEEN_MAX];
 	int seen_count;
 	bool seen_more;
-};
-
-struct tdstat_symbolizer;
-
-enum tdstat_format {
-	TDSTAT_FORMAT_TEXT,
-	TDSTAT_FORMAT_JSON,
+	uint64_t seen[TDSTAT_SEEN_MAX];
+	char seen_names[TDSTAT_SEEN_MAX][TDSTAT_NAME_SIZE];
 };
 
 /* Prints "tdstat: <message>\n" on stderr: every error is one such line. */
@@ -167,6 +181,13 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample);
 void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample);
 /* The thread tid of a sample, or NULL. */
 const struct tdstat_kernel_thread *tdstat_kernel_thread_find(const struct tdstat_kernel_sample *sample, pid_t tid);
+/* pid's name from /proc/PID/comm, invalid UTF-8 and control characters
+ * replaced by '?'; false (and "" in comm) when it cannot be read. */
+bool tdstat_kernel_comm(pid_t pid, char comm[TDSTAT_COMM_SIZE]);
+/* The same for one thread, /proc/PID/task/TID/comm. */
+bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]);
+/* text made printable UTF-8 in place, as tdstat_kernel_comm does. */
+void tdstat_printable(char *text);
 
 /* reading.c */
 /* On failure returns the td_err_e and leaves nothing to free. */
@@ -178,15 +199,16 @@ const td_thr_stats_ns_t *tdstat_reading_record(const struct tdstat_reading *read
 uint64_t tdstat_reading_end_ns(const struct tdstat_reading *reading);
 
 /* threads.c: the rows of -t over [from, to] (from NULL: the window so
- * far), sorted by tid; *rows is malloc'd. */
-size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const struct tdstat_reading *to,
-			  struct tdstat_thread_row **rows);
+ * far), sorted by tid, names resolved; *rows is malloc'd. */
+size_t tdstat_thread_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
+			  const struct tdstat_reading *to, struct tdstat_thread_row **rows);
 /* The process's untracked average from the rows over an interval; < 0
  * when not known. */
 double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count);
 
-/* objects.c: the rows of -w over [from, to], heaviest first. */
-size_t tdstat_object_rows(struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
+/* objects.c: the rows of -w over [from, to], heaviest first, names
+ * resolved; *rows is malloc'd. */
+size_t tdstat_object_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
 			  const struct tdstat_reading *to, struct tdstat_object_row **rows);
 /* The object of a wait of `kind`, named for people. */
 void tdstat_object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kind, uint64_t object, char *name,
@@ -201,24 +223,6 @@ bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t addr
 bool tdstat_symbolize_caller(struct tdstat_symbolizer *symbolizer, uint64_t return_address, char *name, size_t size,
 			     uint64_t *function);
 
-/* report_rows.c: the rows of -t and -w, as text and as JSON lines. */
-void tdstat_report_thread_header(FILE *out);
-void tdstat_report_thread_row(FILE *out, struct tdstat_symbolizer *symbolizer, pid_t pid,
-			      const struct tdstat_thread_row *row);
-void tdstat_report_thread_json(FILE *out, struct tdstat_symbolizer *symbolizer, pid_t pid,
-			       const struct tdstat_thread_row *row);
-void tdstat_report_object_header(FILE *out);
-void tdstat_report_object_row(FILE *out, struct tdstat_symbolizer *symbolizer, pid_t pid,
-			      const struct tdstat_object_row *row);
-void tdstat_report_object_json(FILE *out, struct tdstat_symbolizer *symbolizer, pid_t pid,
-			       const struct tdstat_object_row *row, double window_s);
-
-/* report.c */
-void tdstat_report_header(FILE *out);
-void tdstat_report_row(FILE *out, const struct tdstat_interval *interval);
-void tdstat_report_json(FILE *out, const struct tdstat_interval *interval);
-void tdstat_report_summary(FILE *out, const struct tdstat_interval *interval,
-			   const char *command, bool enabled);
 
 /* privilege.c */
 /* True when running `command` (found in PATH as execvp would) changes the
@@ -237,7 +241,7 @@ struct tdstat_watch_options {
 	pid_t pid;
 	double interval_s;
 	long count; /* rows to print; 0: until interrupted */
-	enum tdstat_format format;
+	const struct tdstat_format *format;
 	bool threads; /* -t: a row per thread */
 	bool objects; /* -w: the objects waited on */
 };
@@ -251,7 +255,7 @@ enum tdstat_control_action {
 int tdstat_control(enum tdstat_control_action action, pid_t pid);
 
 struct tdstat_run_options {
-	enum tdstat_format format;
+	const struct tdstat_format *format;
 	const char *output_path; /* NULL: stderr */
 	char *const *argv;       /* CMD [ARG...], NULL-terminated */
 };

@@ -20,21 +20,6 @@ static uint64_t growth(uint64_t from, uint64_t to)
 	return to > from ? to - from : 0;
 }
 
-static void thread_name(pid_t pid, pid_t tid, char *name, size_t size)
-{
-	char path[64];
-	FILE *file;
-
-	snprintf(name, size, "-");
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	file = fopen(path, "re");
-	if (!file)
-		return;
-	if (fgets(name, (int)size, file))
-		name[strcspn(name, "\n")] = '\0';
-	fclose(file);
-}
-
 /* The kernel's shares over [from, to] for tid: false when unknown. */
 static bool kernel_shares(const struct tdstat_reading *from, const struct tdstat_reading *to, pid_t tid,
 			  double *cpu, double *run_queue)
@@ -87,8 +72,22 @@ static int by_tid(const void *a, const void *b)
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const struct tdstat_reading *to,
-			  struct tdstat_thread_row **rows_out)
+/* What it waits in now, named: the object and the calling function. */
+static void name_wait(struct tdstat_symbolizer *symbolizer, struct tdstat_thread_row *row)
+{
+	uint64_t function;
+
+	if (row->wait_kind < 0)
+		return;
+	tdstat_object_name(symbolizer, row->pid, row->wait_kind, row->object, row->object_name,
+			   sizeof(row->object_name));
+	if (!tdstat_symbolize_caller(symbolizer, row->site, row->site_name, sizeof(row->site_name), &function))
+		row->site_name[0] = '\0';
+	tdstat_printable(row->site_name);
+}
+
+size_t tdstat_thread_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
+			  const struct tdstat_reading *to, struct tdstat_thread_row **rows_out)
 {
 	size_t capacity = to->count + (to->kernel_valid ? to->kernel.count : 0), count = 0;
 	struct tdstat_thread_row *rows = calloc(capacity ? capacity : 1, sizeof(*rows));
@@ -127,7 +126,9 @@ size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const st
 	for (size_t r = 0; r < count; r++) {
 		struct tdstat_thread_row *row = &rows[r];
 
-		thread_name(pid, row->tid, row->name, sizeof(row->name));
+		row->pid = pid;
+		tdstat_kernel_thread_comm(pid, row->tid, row->name);
+		name_wait(symbolizer, row);
 		row->has_kernel = kernel_shares(from, to, row->tid, &row->cpu, &row->run_queue);
 		row->untracked = -1;
 		if (row->has_kernel && row->tracked && row->shim_known)

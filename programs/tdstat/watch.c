@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Live mode: `tdstat [-i SECS] [-c COUNT] [-t] [-w] [--json] PID`.
+ * Live mode: `tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] PID`.
  *
  * The first line covers the window so far; each later line the last
  * interval only, the difference of two snapshots of the same window.  A
  * reset or re-enable in between starts a new window: that line then covers
  * the new window so far.  Nothing here writes to the target.
  */
-#include "tdstat.h"
+#include "format.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -81,74 +81,43 @@ static bool target_stopped(pid_t pid)
 	return state == 'T' || state == 't';
 }
 
-/* The threads of -t, under the process line. */
-static void print_threads(const struct tdstat_watch_options *options, struct tdstat_symbolizer *symbolizer,
-			  const struct tdstat_thread_row *rows, size_t count)
+/* A line over [from, to] of one window (from NULL: the window so far),
+ * then the rows of -t and -w under it, as one moment of the output. */
+static void print_line(const struct tdstat_watch_options *options, struct tdstat_output *output,
+		       struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
+		       const struct tdstat_reading *to)
 {
-	if (options->format == TDSTAT_FORMAT_TEXT)
-		tdstat_report_thread_header(stdout);
-	for (size_t i = 0; i < count; i++) {
-		if (options->format == TDSTAT_FORMAT_JSON)
-			tdstat_report_thread_json(stdout, symbolizer, options->pid, &rows[i]);
-		else
-			tdstat_report_thread_row(stdout, symbolizer, options->pid, &rows[i]);
-	}
-}
-
-/* The objects of -w, under the process line (and the threads). */
-static void print_objects(const struct tdstat_watch_options *options, struct tdstat_symbolizer *symbolizer,
-			  const struct tdstat_reading *from, const struct tdstat_reading *to, double window_s)
-{
-	struct tdstat_object_row *rows;
-	size_t count = tdstat_object_rows(symbolizer, from, to, &rows);
-
-	if (options->format == TDSTAT_FORMAT_TEXT)
-		tdstat_report_object_header(stdout);
-	for (size_t i = 0; i < count; i++) {
-		if (options->format == TDSTAT_FORMAT_JSON)
-			tdstat_report_object_json(stdout, symbolizer, options->pid, &rows[i], window_s);
-		else
-			tdstat_report_object_row(stdout, symbolizer, options->pid, &rows[i]);
-	}
-	free(rows);
-}
-
-/* A line over [from, to] of one window (from NULL: the window so far). */
-static void print_line(const struct tdstat_watch_options *options, struct tdstat_symbolizer *symbolizer,
-		       const struct tdstat_reading *from, const struct tdstat_reading *to)
-{
-	bool tables = options->threads || options->objects;
 	struct tdstat_interval interval;
-	struct tdstat_thread_row *rows;
-	size_t count = tdstat_thread_rows(options->pid, from, to, &rows);
+	struct tdstat_thread_row *threads;
+	struct tdstat_object_row *objects = NULL;
+	size_t thread_count = tdstat_thread_rows(options->pid, symbolizer, from, to, &threads);
+	size_t object_count = 0;
 
 	tdstat_interval_compute(&interval, options->pid, from ? &from->stats : NULL, &to->stats);
+	tdstat_kernel_comm(options->pid, interval.comm);
 	interval.stopped = target_stopped(options->pid) ? TDSTAT_STOPPED : TDSTAT_RUNNING;
 	/* Known over an interval between two readings (the kernel keeps no
 	 * figure since the window's start); a stopped process is asleep for
 	 * the kernel without any wait of its own. */
 	if (interval.stopped == TDSTAT_RUNNING)
-		interval.untracked = tdstat_untracked(rows, count);
-	/* With tables under it, every block gets its own header. */
-	if (tables && options->format == TDSTAT_FORMAT_TEXT)
-		tdstat_report_header(stdout);
-	if (options->format == TDSTAT_FORMAT_JSON)
-		tdstat_report_json(stdout, &interval);
-	else
-		tdstat_report_row(stdout, &interval);
-	if (options->threads)
-		print_threads(options, symbolizer, rows, count);
-	free(rows);
+		interval.untracked = tdstat_untracked(threads, thread_count);
 	if (options->objects)
-		print_objects(options, symbolizer, from, to, interval.window_s);
-	if (tables && options->format == TDSTAT_FORMAT_TEXT)
-		fputc('\n', stdout);
-	fflush(stdout);
+		object_count = tdstat_object_rows(options->pid, symbolizer, from, to, &objects);
+	tdstat_output_begin(output);
+	tdstat_output_process(output, &interval);
+	for (size_t i = 0; options->threads && i < thread_count; i++)
+		tdstat_output_thread(output, &threads[i]);
+	for (size_t i = 0; i < object_count; i++)
+		tdstat_output_object(output, &objects[i]);
+	tdstat_output_end(output);
+	free(threads);
+	free(objects);
 }
 
 /* One tick after the first line.  Returns -1 to stop with *status set. */
-static int watch_tick(const struct tdstat_watch_options *options, const struct tdstat_target *target,
-		      struct tdstat_symbolizer *symbolizer, struct tdstat_reading *previous, int *status)
+static int watch_tick(const struct tdstat_watch_options *options, struct tdstat_output *output,
+		      const struct tdstat_target *target, struct tdstat_symbolizer *symbolizer,
+		      struct tdstat_reading *previous, int *status)
 {
 	struct tdstat_reading current;
 	td_err_e err = tdstat_reading_take(target, &current);
@@ -167,17 +136,17 @@ static int watch_tick(const struct tdstat_watch_options *options, const struct t
 		if (previous->stats.enabled)
 			say_gathering_off(options->pid);
 	} else if (previous->stats.enabled && tdstat_same_window(&previous->stats, &current.stats)) {
-		print_line(options, symbolizer, previous, &current);
+		print_line(options, output, symbolizer, previous, &current);
 	} else {
-		print_line(options, symbolizer, NULL, &current);
+		print_line(options, output, symbolizer, NULL, &current);
 	}
 	tdstat_reading_free(previous);
 	*previous = current;
 	return 0;
 }
 
-static int watch_target(const struct tdstat_watch_options *options, const struct tdstat_target *target,
-			struct tdstat_symbolizer *symbolizer)
+static int watch_target(const struct tdstat_watch_options *options, struct tdstat_output *output,
+			const struct tdstat_target *target, struct tdstat_symbolizer *symbolizer)
 {
 	struct tdstat_reading previous;
 	struct timespec deadline;
@@ -195,14 +164,13 @@ static int watch_target(const struct tdstat_watch_options *options, const struct
 		return TDSTAT_EXIT_FAILURE;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	if (options->format == TDSTAT_FORMAT_TEXT && !options->threads && !options->objects)
-		tdstat_report_header(stdout);
-	print_line(options, symbolizer, NULL, &previous);
+	tdstat_output_start(output);
+	print_line(options, output, symbolizer, NULL, &previous);
 	for (long tick = 1; options->count == 0 || tick < options->count; tick++) {
 		add_seconds(&deadline, options->interval_s);
 		if (!sleep_until(&deadline))
 			break;
-		if (watch_tick(options, target, symbolizer, &previous, &status) < 0)
+		if (watch_tick(options, output, target, symbolizer, &previous, &status) < 0)
 			break;
 	}
 	tdstat_reading_free(&previous);
@@ -213,6 +181,7 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 {
 	struct tdstat_symbolizer *symbolizer = NULL;
 	struct tdstat_target target;
+	struct tdstat_output output;
 	int status;
 
 	catch_interrupts();
@@ -221,8 +190,16 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 	/* Names for -t and -w; without them, addresses. */
 	if (options->threads || options->objects)
 		symbolizer = tdstat_symbolizer_open(options->pid);
-	status = watch_target(options, &target, symbolizer);
+	tdstat_output_init(&output, options->format, stdout, TDSTAT_OUTPUT_LIVE);
+	output.threads = options->threads;
+	output.objects = options->objects;
+	status = watch_target(options, &output, &target, symbolizer);
+	tdstat_output_close(&output);
 	tdstat_symbolizer_close(symbolizer);
 	tdstat_target_close(&target);
+	if (status == TDSTAT_EXIT_OK && output.failed) {
+		tdstat_error("out of memory while writing the statistics");
+		status = TDSTAT_EXIT_FAILURE;
+	}
 	return status;
 }

@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --format openmetrics: OpenMetrics 1.0 text, one exposition per moment
+ * (a tick of live mode, the end of `run`, a scrape of `serve`), ended by
+ * "# EOF".  With output->prometheus_text, the Prometheus text format
+ * 0.0.4 instead, for scrapers that do not accept OpenMetrics.
+ *
+ * The counters are the integrals of the window in seconds (SPEC §2):
+ * they only grow within a window, a reset or enable starts them again
+ * from zero (which rate() takes as a counter reset), and _created is the
+ * window's start.  rate() of a counter over an interval is therefore the
+ * live view's average over that interval.  Every sample has the labels
+ * pid and comm; the idle counter has kind too, one sample per wait kind.
+ *
+ * The samples of a family must be contiguous, so the lines of a moment
+ * are kept until its end and written family by family.
+ */
+#include "format.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum family_type { GAUGE, COUNTER };
+
+/* What a family reads from a line's snapshot (td_ta_stats_ns_t). */
+enum family_value {
+	VALUE_THREADS,
+	VALUE_R_CONCURRENCY,
+	VALUE_GATHERING,
+	VALUE_LWPS,
+	VALUE_RUNNABLE,
+	VALUE_RUNNING,
+	VALUE_IDLE,
+	VALUE_CPU,
+};
+
+static const struct family {
+	const char *name;
+	enum family_type type;
+	enum family_value value;
+	const char *help;
+} families[] = {
+	{ "tdstat_threads", GAUGE, VALUE_THREADS,
+	  "Threads alive in the process now (td_ta_stats_t nthreads)." },
+	{ "tdstat_r_concurrency", GAUGE, VALUE_R_CONCURRENCY,
+	  "Concurrency last requested with pthread_setconcurrency." },
+	{ "tdstat_gathering", GAUGE, VALUE_GATHERING,
+	  "1 while the process gathers statistics; 0 after tdstat disable (the counters then stand still)." },
+	{ "tdstat_lwps_seconds", COUNTER, VALUE_LWPS,
+	  "Thread-seconds of tracked threads in the window: rate() is the average number of LWPs in use." },
+	{ "tdstat_runnable_seconds", COUNTER, VALUE_RUNNABLE,
+	  "Thread-seconds runnable (on a CPU or ready to run) in the window: rate() is nrunnable." },
+	{ "tdstat_running_seconds", COUNTER, VALUE_RUNNING,
+	  "Thread-seconds on a CPU in the window: rate() is a_concurrency." },
+	{ "tdstat_idle_seconds", COUNTER, VALUE_IDLE,
+	  "Thread-seconds blocked in the window, by wait kind: rate() summed over kind is nidle." },
+	{ "tdstat_cpu_seconds", COUNTER, VALUE_CPU,
+	  "CPU time the process used in the window." },
+};
+
+#define FAMILY_COUNT (sizeof(families) / sizeof(families[0]))
+
+struct moment {
+	struct tdstat_interval *lines;
+	size_t count, capacity;
+	/* -t and -w: gauges of the last interval, after the counters. */
+	struct tdstat_thread_row *threads;
+	size_t thread_count, thread_capacity;
+	struct tdstat_object_row *objects;
+	size_t object_count, object_capacity;
+};
+
+/* Appends one element to a growing array; false when out of memory. */
+static bool append(void **array, size_t *count, size_t *capacity, size_t size, const void *element)
+{
+	if (*count == *capacity) {
+		size_t grown = *capacity ? *capacity * 2 : 16;
+		void *more = realloc(*array, grown * size);
+
+		if (!more)
+			return false;
+		*array = more;
+		*capacity = grown;
+	}
+	memcpy((char *)*array + *count * size, element, size);
+	(*count)++;
+	return true;
+}
+
+static void begin(struct tdstat_output *output)
+{
+	struct moment *moment = output->state;
+
+	if (!moment) {
+		moment = calloc(1, sizeof(*moment));
+		output->state = moment;
+		if (!moment) {
+			output->failed = true;
+			return;
+		}
+	}
+	moment->count = 0;
+	moment->thread_count = 0;
+	moment->object_count = 0;
+}
+
+static void process(struct tdstat_output *output, const struct tdstat_interval *line)
+{
+	struct moment *moment = output->state;
+
+	if (!moment)
+		return;
+	if (moment->count == moment->capacity) {
+		size_t capacity = moment->capacity ? moment->capacity * 2 : 16;
+		struct tdstat_interval *lines = realloc(moment->lines, capacity * sizeof(*lines));
+
+		if (!lines) {
+			output->failed = true;
+			return;
+		}
+		moment->lines = lines;
+		moment->capacity = capacity;
+	}
+	moment->lines[moment->count++] = *line;
+}
+
+static void thread(struct tdstat_output *output, const struct tdstat_thread_row *row)
+{
+	struct moment *moment = output->state;
+
+	if (moment && !append((void **)&moment->threads, &moment->thread_count, &moment->thread_capacity,
+			      sizeof(*row), row))
+		output->failed = true;
+}
+
+static void object(struct tdstat_output *output, const struct tdstat_object_row *row)
+{
+	struct moment *moment = output->state;
+
+	if (moment && !append((void **)&moment->objects, &moment->object_count, &moment->object_capacity,
+			      sizeof(*row), row))
+		output->failed = true;
+}
+
+/* A label value: backslash, double quote and newline escaped.  comm has
+ * no newline (tdstat_kernel_comm), but a label value must never end a
+ * sample early whatever it holds. */
+static void label_value(FILE *out, const char *text)
+{
+	for (; *text; text++) {
+		if (*text == '\n') {
+			fputs("\\n", out);
+			continue;
+		}
+		if (*text == '"' || *text == '\\')
+			fputc('\\', out);
+		fputc(*text, out);
+	}
+}
+
+/* name{pid="..",comm="..",kind=".."}: kind NULL leaves it out. */
+static void sample_name(FILE *out, const char *name, const char *suffix,
+			const struct tdstat_interval *line, const char *kind)
+{
+	fprintf(out, "%s%s{pid=\"%d\",comm=\"", name, suffix, (int)line->pid);
+	label_value(out, line->comm);
+	if (kind)
+		fprintf(out, "\",kind=\"%s", kind);
+	fputs("\"}", out);
+}
+
+/* Nanoseconds as exact decimal seconds: a counter never loses a
+ * nanosecond to rounding, so it never appears to go down. */
+static void seconds(FILE *out, uint64_t ns)
+{
+	fprintf(out, " %" PRIu64 ".%09" PRIu64 "\n", ns / 1000000000u, ns % 1000000000u);
+}
+
+static uint64_t clock_ns(clockid_t clock)
+{
+	struct timespec now;
+
+	clock_gettime(clock, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/* The window's start (CLOCK_MONOTONIC in the target) on the wall clock,
+ * in milliseconds: the two clocks are read microseconds apart, and a
+ * created time must not wobble from one scrape to the next. */
+static double created_s(const struct tdstat_interval *line, uint64_t realtime_ns,
+			uint64_t monotonic_ns)
+{
+	uint64_t start = line->totals.window_start_ns;
+	uint64_t age = monotonic_ns > start ? monotonic_ns - start : 0;
+
+	return (double)((realtime_ns - age) / 1000000u) / 1e3;
+}
+
+static uint64_t counter_ns(enum family_value value, const td_ta_stats_ns_t *totals)
+{
+	switch (value) {
+	case VALUE_LWPS:
+		return totals->lwps_ns;
+	case VALUE_RUNNABLE:
+		return totals->runnable_ns;
+	case VALUE_RUNNING:
+		return totals->running_ns;
+	case VALUE_CPU:
+		return totals->cpu_ns;
+	default:
+		return totals->idle_ns;
+	}
+}
+
+static int gauge(enum family_value value, const struct tdstat_interval *line)
+{
+	switch (value) {
+	case VALUE_THREADS:
+		return line->nthreads;
+	case VALUE_R_CONCURRENCY:
+		return line->r_concurrency;
+	default:
+		return line->totals.enabled ? 1 : 0;
+	}
+}
+
+/* A process that never gathered has no window: no counters. */
+static bool has_window(const struct tdstat_interval *line)
+{
+	return line->totals.window_start_ns != 0;
+}
+
+/* One counter: _total, then (OpenMetrics) _created, per label set. */
+static void counter(struct tdstat_output *output, const char *name,
+		    const struct tdstat_interval *line, const char *kind, uint64_t ns,
+		    double created)
+{
+	FILE *out = output->out;
+
+	sample_name(out, name, "_total", line, kind);
+	seconds(out, ns);
+	if (output->prometheus_text)
+		return;
+	sample_name(out, name, "_created", line, kind);
+	fprintf(out, " %.3f\n", created);
+}
+
+static void counter_samples(struct tdstat_output *output, const struct family *family,
+			    const struct tdstat_interval *line, double created)
+{
+	const td_ta_stats_ns_t *totals = &line->totals;
+
+	if (family->value != VALUE_IDLE || totals->kinds < TDSTAT_WAIT_KIND_COUNT) {
+		counter(output, family->name, line, NULL, counter_ns(family->value, totals), created);
+		return;
+	}
+	for (unsigned k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		counter(output, family->name, line, td_wait_kind_name(k),
+			totals->idle_by_kind_ns[k], created);
+}
+
+static void metadata(struct tdstat_output *output, const struct family *family)
+{
+	FILE *out = output->out;
+	const char *type = family->type == COUNTER ? "counter" : "gauge";
+
+	/* 0.0.4 names a counter's family by its sample (with _total) and
+	 * has no units. */
+	if (output->prometheus_text) {
+		const char *suffix = family->type == COUNTER ? "_total" : "";
+
+		fprintf(out, "# HELP %s%s %s\n", family->name, suffix, family->help);
+		fprintf(out, "# TYPE %s%s %s\n", family->name, suffix, type);
+		return;
+	}
+	fprintf(out, "# TYPE %s %s\n", family->name, type);
+	if (family->type == COUNTER)
+		fprintf(out, "# UNIT %s seconds\n", family->name);
+	fprintf(out, "# HELP %s %s\n", family->name, family->help);
+}
+
+/*
+ * -t and -w: gauges over the line's interval (averages, 0 to 1 for a
+ * thread's shares), labelled by thread or by object.  They are not
+ * counters: a record's integrals belong to its slot, not to one thread
+ * (td_ta_thr_stats_iter), and an object's time is only known per
+ * interval (tdstat(1), Objects).
+ */
+enum thread_value { THREAD_RUNNABLE, THREAD_IDLE, THREAD_CPU, THREAD_RUN_QUEUE, THREAD_UNTRACKED };
+
+static const struct thread_family {
+	const char *name;
+	enum thread_value value;
+	const char *help;
+} thread_families[] = {
+	{ "tdstat_thread_runnable", THREAD_RUNNABLE, "Share of the last interval the thread was runnable (-t)." },
+	{ "tdstat_thread_idle", THREAD_IDLE, "Share of the last interval the thread waited, by wait kind (-t)." },
+	{ "tdstat_thread_cpu", THREAD_CPU, "Share of the last interval the thread was on a CPU, from schedstat (-t)." },
+	{ "tdstat_thread_run_queue", THREAD_RUN_QUEUE,
+	  "Share of the last interval the thread waited for a CPU, from schedstat (-t)." },
+	{ "tdstat_thread_untracked", THREAD_UNTRACKED,
+	  "Share of the last interval the thread was asleep in a wait the shim does not see (-t)." },
+};
+
+static void thread_labels(FILE *out, const char *name, const struct tdstat_thread_row *row, const char *kind)
+{
+	fprintf(out, "%s{pid=\"%d\",tid=\"%d\",name=\"", name, (int)row->pid, (int)row->tid);
+	label_value(out, row->name);
+	if (kind)
+		fprintf(out, "\",kind=\"%s", kind);
+	fputs("\"}", out);
+}
+
+static void thread_samples(struct tdstat_output *output, const struct thread_family *family,
+			   const struct tdstat_thread_row *row)
+{
+	FILE *out = output->out;
+	bool own = row->tracked && row->shim_known;
+
+	switch (family->value) {
+	case THREAD_RUNNABLE:
+		if (!own)
+			return;
+		thread_labels(out, family->name, row, NULL);
+		fprintf(out, " %.6f\n", row->runnable);
+		return;
+	case THREAD_IDLE:
+		for (unsigned k = 0; own && k < TDSTAT_WAIT_KIND_COUNT; k++) {
+			thread_labels(out, family->name, row, td_wait_kind_name(k));
+			fprintf(out, " %.6f\n", row->idle_by[k]);
+		}
+		return;
+	case THREAD_CPU:
+	case THREAD_RUN_QUEUE:
+		if (!row->has_kernel)
+			return;
+		thread_labels(out, family->name, row, NULL);
+		fprintf(out, " %.6f\n", family->value == THREAD_CPU ? row->cpu : row->run_queue);
+		return;
+	case THREAD_UNTRACKED:
+		if (row->untracked < 0)
+			return;
+		thread_labels(out, family->name, row, NULL);
+		fprintf(out, " %.6f\n", row->untracked);
+		return;
+	}
+}
+
+static void gauge_metadata(FILE *out, const char *name, const char *help)
+{
+	fprintf(out, "# TYPE %s gauge\n# HELP %s %s\n", name, name, help);
+}
+
+static void table_samples(struct tdstat_output *output, const struct moment *moment)
+{
+	FILE *out = output->out;
+
+	for (size_t f = 0; moment->thread_count && f < sizeof(thread_families) / sizeof(thread_families[0]); f++) {
+		gauge_metadata(out, thread_families[f].name, thread_families[f].help);
+		for (size_t i = 0; i < moment->thread_count; i++)
+			thread_samples(output, &thread_families[f], &moment->threads[i]);
+	}
+	if (!moment->object_count)
+		return;
+	gauge_metadata(out, "tdstat_object_waiting",
+		       "Threads waiting on the object from the function, on average over the last interval (-w).");
+	for (size_t i = 0; i < moment->object_count; i++) {
+		const struct tdstat_object_row *row = &moment->objects[i];
+
+		fprintf(out, "tdstat_object_waiting{pid=\"%d\",kind=\"%s\",object=\"", (int)row->pid,
+			td_wait_kind_name((unsigned)row->kind));
+		label_value(out, row->ended ? "(waits that ended)" : row->object_name);
+		fputs("\",site=\"", out);
+		label_value(out, row->site_name);
+		fprintf(out, "\"} %.6f\n", row->waiting);
+	}
+}
+
+static void end(struct tdstat_output *output)
+{
+	const struct moment *moment = output->state;
+	uint64_t realtime_ns = clock_ns(CLOCK_REALTIME);
+	uint64_t monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+	FILE *out = output->out;
+
+	for (size_t f = 0; moment && f < FAMILY_COUNT; f++) {
+		const struct family *family = &families[f];
+
+		metadata(output, family);
+		for (size_t i = 0; i < moment->count; i++) {
+			const struct tdstat_interval *line = &moment->lines[i];
+
+			if (family->type == COUNTER) {
+				if (has_window(line))
+					counter_samples(output, family, line,
+							created_s(line, realtime_ns, monotonic_ns));
+				continue;
+			}
+			sample_name(out, family->name, "", line, NULL);
+			fprintf(out, " %d\n", gauge(family->value, line));
+		}
+	}
+	if (moment)
+		table_samples(output, moment);
+	if (!output->prometheus_text)
+		fputs("# EOF\n", out);
+}
+
+static void close_output(struct tdstat_output *output)
+{
+	struct moment *moment = output->state;
+
+	if (moment) {
+		free(moment->lines);
+		free(moment->threads);
+		free(moment->objects);
+	}
+	free(moment);
+}
+
+const struct tdstat_format tdstat_format_openmetrics_row = {
+	.name = "openmetrics",
+	.begin = begin,
+	.process = process,
+	.thread = thread,
+	.object = object,
+	.end = end,
+	.summary = process,
+	.close = close_output,
+};
