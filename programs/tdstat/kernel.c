@@ -9,10 +9,13 @@
 #include "tdstat.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static uint64_t monotonic_ns(void)
 {
@@ -22,22 +25,94 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
-static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *on_cpu_ns, uint64_t *run_queue_ns)
-{
-	char path[64];
-	uint64_t on_cpu, waiting;
-	FILE *file;
-	bool ok;
+/*
+ * Reading schedstat of every thread at every line costs an open and a
+ * close per thread, most of a line's cost at 100 lines a second with a
+ * thousand threads.  The files stay open between samples instead: a
+ * proc seq file read again from offset 0 gives the figures of now.  One
+ * process's files at a time (the command watches one); a file whose
+ * thread ended reads nothing and is closed; past the descriptor limit,
+ * files are opened and closed each time.
+ */
+struct open_file {
+	pid_t tid;
+	int fd;      /* schedstat */
+	int comm_fd; /* comm, opened when a name is first asked for; -1 */
+};
 
+static struct {
+	pid_t pid;
+	struct open_file *files; /* sorted by tid */
+	size_t count;
+} schedstat_files;
+
+static void close_files(struct open_file *files, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (files[i].fd >= 0)
+			close(files[i].fd);
+		if (files[i].comm_fd >= 0)
+			close(files[i].comm_fd);
+	}
+}
+
+static int file_by_tid(const void *a, const void *b)
+{
+	const struct open_file *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* More descriptors than the default 1024, once: a file per thread. */
+static void raise_file_limit(void)
+{
+	static bool raised;
+	struct rlimit limit;
+
+	if (raised || getrlimit(RLIMIT_NOFILE, &limit) != 0)
+		return;
+	raised = true;
+	if (limit.rlim_cur < limit.rlim_max) {
+		limit.rlim_cur = limit.rlim_max < 65536 ? limit.rlim_max : 65536;
+		setrlimit(RLIMIT_NOFILE, &limit);
+	}
+}
+
+static struct open_file *kept_file(pid_t tid)
+{
+	struct open_file key = { .tid = tid };
+
+	return schedstat_files.count ? bsearch(&key, schedstat_files.files, schedstat_files.count, sizeof(key),
+					       file_by_tid)
+				     : NULL;
+}
+
+/* The open files of tid (the ones kept from the last sample, else a new
+ * schedstat); fd -1 when it cannot be opened. */
+static struct open_file task_files(pid_t pid, pid_t tid)
+{
+	struct open_file *kept = kept_file(tid), files = { .tid = tid, .fd = -1, .comm_fd = -1 };
+	char path[64];
+
+	if (kept && kept->fd >= 0) {
+		files = *kept;
+		kept->fd = kept->comm_fd = -1; /* taken over by this sample */
+		return files;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-	file = fopen(path, "re");
-	if (!file)
+	files.fd = open(path, O_RDONLY | O_CLOEXEC);
+	return files;
+}
+
+static bool read_schedstat(int fd, uint64_t *on_cpu_ns, uint64_t *run_queue_ns)
+{
+	char text[128];
+	ssize_t length = pread(fd, text, sizeof(text) - 1, 0);
+
+	if (length <= 0)
 		return false;
-	ok = fscanf(file, "%" SCNu64 " %" SCNu64, &on_cpu, &waiting) == 2;
-	fclose(file);
-	*on_cpu_ns = on_cpu;
-	*run_queue_ns = waiting;
-	return ok;
+	text[length] = '\0';
+	return sscanf(text, "%" SCNu64 " %" SCNu64, on_cpu_ns, run_queue_ns) == 2;
 }
 
 static int by_tid(const void *a, const void *b)
@@ -51,11 +126,20 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 {
 	char path[64];
 	struct dirent *entry;
-	size_t capacity = 0;
+	size_t capacity = 0, kept_count = 0, kept_capacity = 0;
+	struct open_file *kept = NULL;
 	DIR *tasks;
 
 	sample->count = 0;
 	sample->threads = NULL;
+	raise_file_limit();
+	if (schedstat_files.pid != pid) {
+		close_files(schedstat_files.files, schedstat_files.count);
+		free(schedstat_files.files);
+		schedstat_files.files = NULL;
+		schedstat_files.count = 0;
+		schedstat_files.pid = pid;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	tasks = opendir(path);
 	if (!tasks)
@@ -63,10 +147,30 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 	while ((entry = readdir(tasks))) {
 		pid_t tid = (pid_t)atoi(entry->d_name);
 		uint64_t on_cpu, run_queue;
+		struct open_file files;
+		bool read;
 
+		if (tid <= 0)
+			continue;
+		files = task_files(pid, tid);
+		if (files.fd < 0)
+			continue;
 		/* A thread that ends between the listing and the read is
 		 * simply left out. */
-		if (tid <= 0 || !read_schedstat(pid, tid, &on_cpu, &run_queue))
+		read = read_schedstat(files.fd, &on_cpu, &run_queue);
+		if (read && kept_count == kept_capacity) {
+			size_t grown = kept_capacity ? 2 * kept_capacity : 64;
+			void *more = realloc(kept, grown * sizeof(*kept));
+			if (more) {
+				kept = more;
+				kept_capacity = grown;
+			}
+		}
+		if (read && kept_count < kept_capacity)
+			kept[kept_count++] = files;
+		else
+			close_files(&files, 1);
+		if (!read)
 			continue;
 		if (sample->count == capacity) {
 			size_t grown = capacity ? 2 * capacity : 64;
@@ -81,6 +185,13 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 	}
 	closedir(tasks);
 	sample->taken_ns = monotonic_ns();
+	/* The files of threads that are gone; the others stay open. */
+	close_files(schedstat_files.files, schedstat_files.count);
+	free(schedstat_files.files);
+	if (kept_count)
+		qsort(kept, kept_count, sizeof(*kept), file_by_tid);
+	schedstat_files.files = kept;
+	schedstat_files.count = kept_count;
 	if (sample->count)
 		qsort(sample->threads, sample->count, sizeof(*sample->threads), by_tid);
 	return sample->count > 0;
@@ -168,10 +279,27 @@ bool tdstat_kernel_comm(pid_t pid, char comm[TDSTAT_COMM_SIZE])
 	return comm_at(path, comm);
 }
 
+/* A thread's name, read again at every line (a thread may rename
+ * itself): through the file kept open beside its schedstat. */
 bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE])
 {
+	struct open_file *kept = schedstat_files.pid == pid ? kept_file(tid) : NULL;
 	char path[64];
+	ssize_t length;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	return comm_at(path, comm);
+	if (!kept)
+		return comm_at(path, comm);
+	if (kept->comm_fd < 0)
+		kept->comm_fd = open(path, O_RDONLY | O_CLOEXEC);
+	length = kept->comm_fd >= 0 ? pread(kept->comm_fd, comm, TDSTAT_COMM_SIZE - 1, 0) : -1;
+	if (length <= 0) {
+		comm[0] = '\0';
+		return false;
+	}
+	comm[length] = '\0';
+	if (comm[length - 1] == '\n')
+		comm[--length] = '\0';
+	tdstat_printable(comm);
+	return length > 0;
 }

@@ -22,11 +22,35 @@
  * the modules again, at most this often. */
 #define REPORT_AGAIN_NS UINT64_C(1000000000)
 
+/* Lookups repeat every line (a thousand threads on one condvar, from
+ * one function), and libdwfl scans a module's symbols for each: answers
+ * are kept in a direct-mapped cache, emptied when the modules are
+ * reported again (a library unloaded and another loaded in its place). */
+#define CACHE_SLOTS 4096u
+
+enum lookup { LOOKUP_OBJECT = 1, LOOKUP_CALLER = 2 };
+
+struct cached {
+	uint64_t address;
+	uint8_t lookup;    /* enum lookup; 0: empty */
+	bool found;
+	uint64_t function; /* LOOKUP_CALLER */
+	char name[TDSTAT_NAME_SIZE];
+};
+
 struct tdstat_symbolizer {
 	pid_t pid;
 	Dwfl *dwfl;
 	uint64_t reported_ns;
+	struct cached cache[CACHE_SLOTS];
 };
+
+static struct cached *cache_slot(struct tdstat_symbolizer *symbolizer, uint64_t address, enum lookup lookup)
+{
+	uint64_t hash = (address ^ (address >> 17) ^ lookup) * UINT64_C(0x9e3779b97f4a7c15);
+
+	return &symbolizer->cache[hash >> 52 & (CACHE_SLOTS - 1)];
+}
 
 static const Dwfl_Callbacks callbacks = {
 	.find_elf = dwfl_linux_proc_find_elf,
@@ -49,6 +73,7 @@ static bool report_modules(struct tdstat_symbolizer *symbolizer)
 	ok = dwfl_linux_proc_report(symbolizer->dwfl, symbolizer->pid) == 0;
 	dwfl_report_end(symbolizer->dwfl, NULL, NULL);
 	symbolizer->reported_ns = monotonic_ns();
+	memset(symbolizer->cache, 0, sizeof(symbolizer->cache));
 	return ok;
 }
 
@@ -121,7 +146,7 @@ static bool module_offset(Dwfl_Module *module, uint64_t address, char *name, siz
 	return true;
 }
 
-bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t address, char *name, size_t size)
+static bool lookup_object(struct tdstat_symbolizer *symbolizer, uint64_t address, char *name, size_t size)
 {
 	Dwfl_Module *module;
 	GElf_Off offset;
@@ -138,8 +163,8 @@ bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t addr
 	return true;
 }
 
-bool tdstat_symbolize_caller(struct tdstat_symbolizer *symbolizer, uint64_t return_address, char *name, size_t size,
-			     uint64_t *function)
+static bool lookup_caller(struct tdstat_symbolizer *symbolizer, uint64_t return_address, char *name, size_t size,
+			  uint64_t *function)
 {
 	Dwfl_Module *module;
 	GElf_Off offset;
@@ -159,4 +184,41 @@ bool tdstat_symbolize_caller(struct tdstat_symbolizer *symbolizer, uint64_t retu
 	snprintf(name, size, "%s", found);
 	*function = return_address - 1 - offset;
 	return true;
+}
+
+/* A lookup through the cache; a miss that reports the modules again
+ * empties the cache, so the answer is stored after the lookup. */
+static bool cached_lookup(struct tdstat_symbolizer *symbolizer, enum lookup lookup, uint64_t address, char *name,
+			  size_t size, uint64_t *function)
+{
+	struct cached *slot, answer = { .address = address, .lookup = (uint8_t)lookup };
+
+	if (!symbolizer)
+		return false;
+	slot = cache_slot(symbolizer, address, lookup);
+	if (slot->lookup != lookup || slot->address != address) {
+		answer.found = lookup == LOOKUP_OBJECT
+				       ? lookup_object(symbolizer, address, answer.name, sizeof(answer.name))
+				       : lookup_caller(symbolizer, address, answer.name, sizeof(answer.name),
+						       &answer.function);
+		slot = cache_slot(symbolizer, address, lookup);
+		*slot = answer;
+	}
+	if (slot->found) {
+		snprintf(name, size, "%s", slot->name);
+		if (function)
+			*function = slot->function;
+	}
+	return slot->found;
+}
+
+bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t address, char *name, size_t size)
+{
+	return cached_lookup(symbolizer, LOOKUP_OBJECT, address, name, size, NULL);
+}
+
+bool tdstat_symbolize_caller(struct tdstat_symbolizer *symbolizer, uint64_t return_address, char *name, size_t size,
+			     uint64_t *function)
+{
+	return cached_lookup(symbolizer, LOOKUP_CALLER, return_address, name, size, function);
 }

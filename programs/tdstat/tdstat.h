@@ -199,9 +199,11 @@ const td_thr_stats_ns_t *tdstat_reading_record(const struct tdstat_reading *read
 uint64_t tdstat_reading_end_ns(const struct tdstat_reading *reading);
 
 /* threads.c: the rows of -t over [from, to] (from NULL: the window so
- * far), sorted by tid, names resolved; *rows is malloc'd. */
-size_t tdstat_thread_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
-			  const struct tdstat_reading *to, struct tdstat_thread_row **rows);
+ * far), sorted by tid, without names; *rows is malloc'd. */
+size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const struct tdstat_reading *to,
+			  struct tdstat_thread_row **rows);
+/* Their names (the thread's, its wait's object and caller), to print. */
+void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat_thread_row *rows, size_t count);
 /* The process's untracked average from the rows over an interval; < 0
  * when not known. */
 double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count);

@@ -86,8 +86,16 @@ static void name_wait(struct tdstat_symbolizer *symbolizer, struct tdstat_thread
 	tdstat_printable(row->site_name);
 }
 
-size_t tdstat_thread_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
-			  const struct tdstat_reading *to, struct tdstat_thread_row **rows_out)
+void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat_thread_row *rows, size_t count)
+{
+	for (size_t r = 0; r < count; r++) {
+		tdstat_kernel_thread_comm(rows[r].pid, rows[r].tid, rows[r].name);
+		name_wait(symbolizer, &rows[r]);
+	}
+}
+
+size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const struct tdstat_reading *to,
+			  struct tdstat_thread_row **rows_out)
 {
 	size_t capacity = to->count + (to->kernel_valid ? to->kernel.count : 0), count = 0;
 	struct tdstat_thread_row *rows = calloc(capacity ? capacity : 1, sizeof(*rows));
@@ -127,8 +135,6 @@ size_t tdstat_thread_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const
 		struct tdstat_thread_row *row = &rows[r];
 
 		row->pid = pid;
-		tdstat_kernel_thread_comm(pid, row->tid, row->name);
-		name_wait(symbolizer, row);
 		row->has_kernel = kernel_shares(from, to, row->tid, &row->cpu, &row->run_queue);
 		row->untracked = -1;
 		if (row->has_kernel && row->tracked && row->shim_known)

@@ -90,7 +90,7 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	struct tdstat_interval interval;
 	struct tdstat_thread_row *threads;
 	struct tdstat_object_row *objects = NULL;
-	size_t thread_count = tdstat_thread_rows(options->pid, symbolizer, from, to, &threads);
+	size_t thread_count = tdstat_thread_rows(options->pid, from, to, &threads);
 	size_t object_count = 0;
 
 	tdstat_interval_compute(&interval, options->pid, from ? &from->stats : NULL, &to->stats);
@@ -101,6 +101,8 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	 * the kernel without any wait of its own. */
 	if (interval.stopped == TDSTAT_RUNNING)
 		interval.untracked = tdstat_untracked(threads, thread_count);
+	if (options->threads)
+		tdstat_thread_rows_name(symbolizer, threads, thread_count);
 	if (options->objects)
 		object_count = tdstat_object_rows(options->pid, symbolizer, from, to, &objects);
 	tdstat_output_begin(output);
