@@ -38,7 +38,13 @@ struct open_file {
 	pid_t tid;
 	int fd;      /* schedstat */
 	int comm_fd; /* comm, opened when a name is first asked for; -1 */
+	uint64_t comm_read_ns;       /* when comm was last read */
+	char comm[TDSTAT_COMM_SIZE]; /* as then */
 };
+
+/* A thread renames itself seldom, mostly once as it starts: its name is
+ * read again at most this often, not at every line. */
+#define COMM_REREAD_NS UINT64_C(1000000000)
 
 static struct {
 	pid_t pid;
@@ -279,8 +285,8 @@ bool tdstat_kernel_comm(pid_t pid, char comm[TDSTAT_COMM_SIZE])
 	return comm_at(path, comm);
 }
 
-/* A thread's name, read again at every line (a thread may rename
- * itself): through the file kept open beside its schedstat. */
+/* A thread's name, through the file kept open beside its schedstat, read
+ * again once a second (a thread may rename itself). */
 bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE])
 {
 	struct open_file *kept = schedstat_files.pid == pid ? kept_file(tid) : NULL;
@@ -288,8 +294,14 @@ bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]
 	ssize_t length;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	uint64_t now = monotonic_ns();
+
 	if (!kept)
 		return comm_at(path, comm);
+	if (kept->comm_fd >= 0 && now - kept->comm_read_ns < COMM_REREAD_NS) {
+		memcpy(comm, kept->comm, TDSTAT_COMM_SIZE);
+		return comm[0] != '\0';
+	}
 	if (kept->comm_fd < 0)
 		kept->comm_fd = open(path, O_RDONLY | O_CLOEXEC);
 	length = kept->comm_fd >= 0 ? pread(kept->comm_fd, comm, TDSTAT_COMM_SIZE - 1, 0) : -1;
@@ -301,5 +313,7 @@ bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]
 	if (comm[length - 1] == '\n')
 		comm[--length] = '\0';
 	tdstat_printable(comm);
+	memcpy(kept->comm, comm, TDSTAT_COMM_SIZE);
+	kept->comm_read_ns = now;
 	return length > 0;
 }
