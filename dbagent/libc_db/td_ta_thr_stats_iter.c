@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The tracked threads one by one (SPEC §5): a visitor of the reader's
+ * The tracked threads one by one (docs/CONTRACT.md §5): a visitor of the reader's
  * walk that hands each record, decoded, to the caller, beside the visitor
  * that adds up the process's figures, so both come from one snapshot and
  * agree.

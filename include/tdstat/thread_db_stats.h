@@ -68,7 +68,7 @@ extern td_err_e td_ta_get_stats_ns(const td_thragent_t *__ta, td_ta_stats_ns_t *
 
 /*
  * Version node TDSTAT_1.2: the tracked threads one by one, in the spirit
- * of td_ta_thr_iter (SPEC §5).
+ * of td_ta_thr_iter (docs/CONTRACT.md §5).
  *
  * One thread as td_ta_thr_stats_iter() hands it out.  The library fills
  * the struct as it knows it and sets `size` to its own sizeof; a caller

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --format json (and --json): one object per line, keys as SPEC §6
+ * --format json (and --json): one object per line, keys as docs/CONTRACT.md §6
  * names them; -t and -w rows are objects of their own after their line
  * (tdstat(1)).  ps adds "comm" and "enabled", and leaves out the averages
  * of a process whose gathering is off.
@@ -54,7 +54,7 @@ static void process(struct tdstat_output *output, const struct tdstat_interval *
 #undef AVERAGE
 	if (line->stopped != TDSTAT_STOPPED_UNKNOWN)
 		fprintf(out, ",\"stopped\":%s", line->stopped == TDSTAT_STOPPED ? "true" : "false");
-	/* idle_by: every kind of SPEC §2, averages that sum to idle. */
+	/* idle_by: every kind of docs/CONTRACT.md §2, averages that sum to idle. */
 	if (line->has_kinds)
 		idle_by(out, line->idle_by);
 	if (line->untracked >= 0)

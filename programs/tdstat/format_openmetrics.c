@@ -5,7 +5,7 @@
  * "# EOF".  With output->prometheus_text, the Prometheus text format
  * 0.0.4 instead, for scrapers that do not accept OpenMetrics.
  *
- * The counters are the integrals of the window in seconds (SPEC §2):
+ * The counters are the integrals of the window in seconds (docs/CONTRACT.md §2):
  * they only grow within a window, a reset or enable starts them again
  * from zero (which rate() takes as a counter reset), and _created is the
  * window's start.  rate() of a counter over an interval is therefore the

@@ -85,7 +85,7 @@ static void live_row(FILE *out, const struct tdstat_interval *line)
 	if (localtime_r(&now, &local))
 		strftime(clock, sizeof(clock), "%H:%M:%S", &local);
 	idle_by_text(kinds, sizeof(kinds), line->has_kinds, line->idle_by);
-	/* SPEC §7: a wait the shim cannot see passes for work; the kernel
+	/* docs/CONTRACT.md §7: a wait the shim cannot see passes for work; the kernel
 	 * tells, and the row says so. */
 	if (line->untracked >= 0.05)
 		snprintf(untracked, sizeof(untracked),

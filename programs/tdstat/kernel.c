@@ -3,7 +3,7 @@
  * The kernel's side of the picture, for the `untracked` figure: what the
  * scheduler says the target's threads did (schedstat: time on a CPU and
  * time waiting in the run queue), to compare with what the shim counted
- * runnable.  Only adds to what libc_db reports (SPEC §6).  Also the
+ * runnable.  Only adds to what libc_db reports (docs/CONTRACT.md §6).  Also the
  * process's name, for the outputs that label a line with it.
  */
 #include "tdstat.h"

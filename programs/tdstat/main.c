@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tdstat: concurrency statistics of a live process (SPEC §6).
+ * tdstat: concurrency statistics of a live process (docs/CONTRACT.md §6).
  *
  *   tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] PID
  *   tdstat enable|disable|reset PID

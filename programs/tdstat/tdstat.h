@@ -29,7 +29,7 @@
 
 #include <tdstat/thread_db_stats.h>
 
-/* Exit statuses (SPEC §6). */
+/* Exit statuses (docs/CONTRACT.md §6). */
 enum {
 	TDSTAT_EXIT_OK = 0,
 	TDSTAT_EXIT_FAILURE = 1,
@@ -52,7 +52,7 @@ struct tdstat_interval {
 	pid_t pid;
 	int nthreads;
 	int r_concurrency;
-	/* Fractions as td_ta_stats_t holds them (SPEC §2). */
+	/* Fractions as td_ta_stats_t holds them (docs/CONTRACT.md §2). */
 	int nrunnable_num, nrunnable_den;
 	int a_concurrency_num, a_concurrency_den;
 	int nlwps_num, nlwps_den;
@@ -68,7 +68,7 @@ struct tdstat_interval {
 	bool has_kinds;
 	double idle_by[TDSTAT_WAIT_KIND_COUNT];
 	/* Threads the shim counted runnable while the kernel saw them
-	 * asleep, on average; negative: not known (SPEC §6). */
+	 * asleep, on average; negative: not known (docs/CONTRACT.md §6). */
 	double untracked;
 	/* The process's name (/proc/PID/comm, made printable UTF-8); empty
 	 * when not known. */

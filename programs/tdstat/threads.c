@@ -8,7 +8,7 @@
  * from /proc/PID/task/TID/schedstat at the same two readings: time on a
  * CPU and time waiting for one.  A thread the shim counts runnable while
  * the kernel had it asleep is `untracked`: a wait that escaped
- * interposition (SPEC §7).
+ * interposition (docs/CONTRACT.md §7).
  */
 #include "tdstat.h"
 

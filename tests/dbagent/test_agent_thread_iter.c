@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * td_ta_thr_stats_iter (SPEC §5): every record in use, decoded, with its
+ * td_ta_thr_stats_iter (docs/CONTRACT.md §5): every record in use, decoded, with its
  * integrals in the window, checked exactly against hand-made regions; the
  * per-thread figures add up to the process's from the same call.
  */
