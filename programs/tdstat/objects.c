@@ -45,11 +45,64 @@ static bool same_wait(const td_thr_stats_ns_t *a, const td_thr_stats_ns_t *b)
 	       a->object == b->object;
 }
 
+/* The rows, and an open-addressing index over their keys (kind, ended,
+ * object, function): a process may wait on thousands of objects. */
 struct object_table {
 	struct tdstat_object_row *rows;
 	size_t count, capacity;
+	size_t *slots;      /* row index + 1; 0: empty */
+	size_t slot_count;  /* a power of two, at least twice count */
 	bool failed;
 };
+
+static bool same_key(const struct tdstat_object_row *a, const struct tdstat_object_row *b)
+{
+	return a->kind == b->kind && a->ended == b->ended && a->object == b->object && a->function == b->function;
+}
+
+static size_t key_hash(const struct tdstat_object_row *key)
+{
+	uint64_t hash = key->object * UINT64_C(0x9e3779b97f4a7c15) ^ key->function * UINT64_C(0xc2b2ae3d27d4eb4f) ^
+			(uint64_t)(key->kind * 2 + key->ended);
+
+	return (size_t)(hash ^ hash >> 29);
+}
+
+static size_t *slot_of(const struct object_table *table, const struct tdstat_object_row *key)
+{
+	size_t mask = table->slot_count - 1, at = key_hash(key) & mask;
+
+	while (table->slots[at] && !same_key(&table->rows[table->slots[at] - 1], key))
+		at = (at + 1) & mask;
+	return &table->slots[at];
+}
+
+/* Room for one more row, in the rows and in the index. */
+static bool table_grow(struct object_table *table)
+{
+	if (table->count == table->capacity) {
+		size_t grown = table->capacity ? 2 * table->capacity : 32;
+		void *more = realloc(table->rows, grown * sizeof(*table->rows));
+
+		if (!more)
+			return false;
+		table->rows = more;
+		table->capacity = grown;
+	}
+	if (2 * (table->count + 1) > table->slot_count) {
+		size_t count = table->slot_count ? 2 * table->slot_count : 64;
+		size_t *slots = calloc(count, sizeof(*slots));
+
+		if (!slots)
+			return false;
+		free(table->slots);
+		table->slots = slots;
+		table->slot_count = count;
+		for (size_t i = 0; i < table->count; i++)
+			*slot_of(table, &table->rows[i]) = i + 1;
+	}
+	return true;
+}
 
 /* An ended row names a few of the objects whose waits it holds. */
 static void note_seen(struct tdstat_object_row *row, uint64_t object)
@@ -65,30 +118,24 @@ static void note_seen(struct tdstat_object_row *row, uint64_t object)
 
 static struct tdstat_object_row *credit(struct object_table *table, const struct tdstat_object_row *key, uint64_t ns)
 {
-	if (ns == 0)
-		return NULL;
-	for (size_t i = 0; i < table->count; i++) {
-		struct tdstat_object_row *row = &table->rows[i];
+	size_t *slot;
 
-		if (row->kind == key->kind && row->ended == key->ended && row->object == key->object &&
-		    row->function == key->function) {
-			row->idle_ns += ns;
-			return row;
+	if (ns == 0 || table->failed)
+		return NULL;
+	if (table->slot_count) {
+		slot = slot_of(table, key);
+		if (*slot) {
+			table->rows[*slot - 1].idle_ns += ns;
+			return &table->rows[*slot - 1];
 		}
 	}
-	if (table->count == table->capacity) {
-		size_t grown = table->capacity ? 2 * table->capacity : 32;
-		void *more = realloc(table->rows, grown * sizeof(*table->rows));
-
-		if (!more) {
-			table->failed = true;
-			return NULL;
-		}
-		table->rows = more;
-		table->capacity = grown;
+	if (!table_grow(table)) {
+		table->failed = true;
+		return NULL;
 	}
 	table->rows[table->count] = *key;
 	table->rows[table->count].idle_ns = ns;
+	*slot_of(table, key) = table->count + 1;
 	return &table->rows[table->count++];
 }
 
@@ -176,6 +223,7 @@ size_t tdstat_object_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const
 		table.rows[i].waiting = window_ns ? (double)table.rows[i].idle_ns / (double)window_ns : 0;
 		name_row(symbolizer, &table.rows[i]);
 	}
+	free(table.slots);
 	if (table.count)
 		qsort(table.rows, table.count, sizeof(*table.rows), heaviest_first);
 	*rows_out = table.rows;
