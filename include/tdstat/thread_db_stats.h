@@ -9,10 +9,12 @@
  * the average number of RUNNABLE threads over [a, b] is
  * (b.runnable_ns - a.runnable_ns) / (b.window_ns - a.window_ns).
  *
- * The snapshot's window ends commit_lag (20 ms) before the moment it is
- * taken (window_start_ns + window_ns is its end): a thread woken from a
- * wait counts as runnable from the wake-up, which it learns only when it
- * runs again, so the last moments are not final yet (docs/READER.md).
+ * The snapshot's window ends when it is taken (window_start_ns +
+ * window_ns).  A thread woken from a wait counts as runnable from the
+ * wake-up, which it learns only when it runs again: a wait's last
+ * TDSTAT_COMMIT_LAG_NS (10 ms) are not final, so a thread still waiting
+ * counts as idle only up to that long before the snapshot, and a short
+ * interval may show fewer LWPs than threads (docs/READER.md).
  *
  * Everything else libc_db offers is declared by the system's <thread_db.h>,
  * with glibc's exact prototypes.
