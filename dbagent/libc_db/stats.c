@@ -105,12 +105,21 @@ static int32_t saturate_int(uint64_t value)
 td_err_e tddb_stats_ns(struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats)
 {
 	struct tddb_snapshot snapshot;
-	uint64_t cpu_end, cpu = 0;
 	td_err_e err;
 
 	err = tddb_snapshot(agent, kinds, &snapshot);
 	if (err != TD_OK)
 		return err;
+	return tddb_stats_from_snapshot(agent, &snapshot, stats);
+}
+
+td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_snapshot *snapshot_in,
+				  td_ta_stats_ns_t *stats)
+{
+	const struct tddb_snapshot snapshot = *snapshot_in;
+	uint64_t cpu_end, cpu = 0;
+	td_err_e err;
+
 	if (snapshot.enabled) {
 		err = snapshot_cpu_ns(agent, &snapshot, &cpu_end);
 		if (err != TD_OK)
