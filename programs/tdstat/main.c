@@ -5,6 +5,8 @@
  *   tdstat [-i SECS] [-c COUNT] [--format F] PID
  *   tdstat enable|disable|reset PID
  *   tdstat run [--format F] [-o FILE] -- CMD [ARG...]
+ *   tdstat ps [-i SECS] [--format F]
+ *   tdstat serve [--listen ADDR:PORT]
  */
 #include "format.h"
 
@@ -31,6 +33,8 @@ static const char usage_text[] =
 	"Usage: tdstat [-i SECS] [-c COUNT] [--format F] PID\n"
 	"       tdstat enable|disable|reset PID\n"
 	"       tdstat run [--format F] [-o FILE] -- CMD [ARG...]\n"
+	"       tdstat ps [-i SECS] [--format F]\n"
+	"       tdstat serve [--listen ADDR:PORT]\n"
 	"\n"
 	"Thread-concurrency statistics (Solaris's td_ta_get_stats) of a process\n"
 	"running with libtdshim.so preloaded, read through libc_db.\n"
@@ -48,6 +52,12 @@ static const char usage_text[] =
 	"  run -- CMD       run CMD under the shim, print its statistics on stderr\n"
 	"                   when it ends; exit with its status (128+N for signal N)\n"
 	"  -o, --output FILE    (run) write the statistics to FILE\n"
+	"  ps               the processes here with the shim loaded: pid, command,\n"
+	"                   gathering, threads, runnable and idle over -i SECS\n"
+	"                   (default 0.2)\n"
+	"  serve            answer GET /metrics (OpenMetrics, for Prometheus) with\n"
+	"                   the processes ps lists, until SIGINT or SIGTERM\n"
+	"  --listen ADDR:PORT   (serve) where (default 127.0.0.1:9464)\n"
 	"  -h, --help       this text\n"
 	"  -V, --version    the version\n"
 	"\n"
@@ -217,6 +227,56 @@ static int main_run(int argc, char **argv)
 	return tdstat_run(&options);
 }
 
+static int main_ps(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		FORMAT_LONG_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tdstat_ps_options options = { .interval_s = 0.2 };
+	int option, status;
+
+	argc--;
+	argv++;
+	optind = 1;
+	while ((option = getopt_long(argc, argv, "+:i:", long_options, NULL)) != -1) {
+		if (format_option(option, optarg, &options.format, &status))
+			continue;
+		if (status != TDSTAT_EXIT_OK)
+			return status;
+		if (option != 'i')
+			return option_error(option, argv[optind - 1]);
+		if (parse_interval(optarg, &options.interval_s) < 0)
+			return usage_error("bad interval: ", optarg);
+	}
+	if (optind != argc)
+		return usage_error("ps takes no argument: ", argv[optind]);
+	return tdstat_ps(&options);
+}
+
+static int main_serve(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tdstat_serve_options options = { 0 };
+	int option;
+
+	argc--;
+	argv++;
+	optind = 1;
+	while ((option = getopt_long(argc, argv, "+:", long_options, NULL)) != -1) {
+		if (option != 'l')
+			return option_error(option, argv[optind - 1]);
+		options.listen = optarg;
+	}
+	if (optind != argc)
+		return usage_error("serve takes no argument: ", argv[optind]);
+	return tdstat_serve(&options);
+}
+
 static int main_information(const char *argument)
 {
 	if (!strcmp(argument, "--help") || !strcmp(argument, "-h")) {
@@ -255,6 +315,9 @@ int main(int argc, char **argv)
 		return main_control(TDSTAT_CONTROL_RESET, argc, argv);
 	if (!strcmp(command, "run"))
 		return main_run(argc, argv);
-
+	if (!strcmp(command, "ps"))
+		return main_ps(argc, argv);
+	if (!strcmp(command, "serve"))
+		return main_serve(argc, argv);
 	return main_watch(argc, argv);
 }

@@ -9,6 +9,9 @@
  *   watch.c     live mode
  *   control.c   enable, disable, reset
  *   run.c       run CMD under the shim, read it at its exit stop
+ *   fleet.c     every process here with the shim loaded (ps, serve)
+ *   ps.c        tdstat ps
+ *   serve.c     tdstat serve: /metrics over HTTP (libmicrohttpd)
  *   privilege.c does CMD gain privileges (setuid...) when it starts
  *   shim_path.c where libtdshim.so is, built or installed
  *
@@ -159,5 +162,16 @@ struct tdstat_run_options {
 	char *const *argv;       /* CMD [ARG...], NULL-terminated */
 };
 int tdstat_run(const struct tdstat_run_options *options);
+
+struct tdstat_ps_options {
+	double interval_s; /* between the two snapshots of each process */
+	const struct tdstat_format *format;
+};
+int tdstat_ps(const struct tdstat_ps_options *options);
+
+struct tdstat_serve_options {
+	const char *listen; /* ADDR:PORT; NULL: 127.0.0.1:9464 */
+};
+int tdstat_serve(const struct tdstat_serve_options *options);
 
 #endif /* TDSTAT_COMMAND_H */
