@@ -12,6 +12,8 @@
  *   fleet.c     every process here with the shim loaded (ps, serve)
  *   ps.c        tdstat ps
  *   serve.c     tdstat serve: /metrics over HTTP (libmicrohttpd)
+ *   plot.c      --plot: the lines drawn over time (cairo); sampler.c
+ *               samples `run`'s command for it
  *   privilege.c does CMD gain privileges (setuid...) when it starts
  *   shim_path.c where libtdshim.so is, built or installed
  *
@@ -146,6 +148,7 @@ struct tdstat_watch_options {
 	double interval_s;
 	long count; /* rows to print; 0: until interrupted */
 	const struct tdstat_format *format;
+	const char *plot_path; /* --plot: draw the lines into this image */
 };
 int tdstat_watch(const struct tdstat_watch_options *options);
 
@@ -159,6 +162,8 @@ int tdstat_control(enum tdstat_control_action action, pid_t pid);
 struct tdstat_run_options {
 	const struct tdstat_format *format;
 	const char *output_path; /* NULL: stderr */
+	const char *plot_path;   /* --plot: draw the run into this image */
+	double interval_s;       /* between the samples of the plot */
 	char *const *argv;       /* CMD [ARG...], NULL-terminated */
 };
 int tdstat_run(const struct tdstat_run_options *options);

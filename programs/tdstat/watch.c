@@ -8,6 +8,7 @@
  * the new window so far.  Nothing here writes to the target.
  */
 #include "format.h"
+#include "plot.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -84,6 +85,9 @@ static bool target_stopped(pid_t pid)
 static struct tdstat_kernel_sample kernel_previous;
 static bool kernel_previous_valid;
 
+/* --plot: every line printed is drawn too. */
+static struct tdstat_plot *plot;
+
 static void print_line(const struct tdstat_watch_options *options, struct tdstat_output *output,
 		       const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to)
 {
@@ -107,6 +111,8 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	tdstat_output_begin(output);
 	tdstat_output_process(output, &interval);
 	tdstat_output_end(output);
+	if (plot)
+		tdstat_plot_add(plot, &interval);
 }
 
 /* One tick after the first line.  Returns -1 to stop with *status set. */
@@ -173,15 +179,30 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 {
 	struct tdstat_target target;
 	struct tdstat_output output;
+	char title[128], comm[TDSTAT_COMM_SIZE];
 	int status;
 
 	catch_interrupts();
-	if (tdstat_target_open(&target, options->pid) < 0)
+	if (options->plot_path && !(plot = tdstat_plot_new(options->plot_path))) {
+		tdstat_error("out of memory");
 		return TDSTAT_EXIT_FAILURE;
+	}
+	if (tdstat_target_open(&target, options->pid) < 0) {
+		tdstat_plot_free(plot);
+		return TDSTAT_EXIT_FAILURE;
+	}
 	tdstat_output_init(&output, options->format, stdout, TDSTAT_OUTPUT_LIVE);
 	status = watch_target(options, &output, &target);
 	tdstat_output_close(&output);
 	tdstat_target_close(&target);
+	if (plot && tdstat_plot_samples(plot) > 0) {
+		tdstat_kernel_comm(options->pid, comm);
+		snprintf(title, sizeof(title), "%s (pid %d)", comm[0] ? comm : "process", (int)options->pid);
+		if (tdstat_plot_write(plot, title) < 0 && status == TDSTAT_EXIT_OK)
+			status = TDSTAT_EXIT_FAILURE;
+	}
+	tdstat_plot_free(plot);
+	plot = NULL;
 	if (status == TDSTAT_EXIT_OK && output.failed) {
 		tdstat_error("out of memory while writing the statistics");
 		status = TDSTAT_EXIT_FAILURE;
