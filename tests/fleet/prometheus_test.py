@@ -28,6 +28,7 @@ import urllib.parse
 import urllib.request
 
 import fleet
+from grafana_test import load as load_dashboard, panel_expressions
 from serve_test import Server
 
 LONG = "--long" in sys.argv
@@ -131,6 +132,11 @@ class RealPrometheus(unittest.TestCase):
                                  target.sleepers + 1, "idle")
                 cond = 'rate(tdstat_idle_seconds_total{pid="%d",kind="cond"}[6s])' % target.pid
                 self.assert_near(self.one(prometheus, cond), target.sleepers, "idle in cond")
+                # Every query of the Grafana dashboard gives this process data.
+                for expression in panel_expressions(load_dashboard()):
+                    concrete = (expression.replace("$__rate_interval", "6s")
+                                .replace("$instance", ".*").replace("$pid", str(target.pid)))
+                    self.assertTrue(prometheus.query(concrete), "no data for the dashboard's " + concrete)
             finally:
                 prometheus.close()
                 server.close()
