@@ -251,7 +251,8 @@ void tdstat_fleet_discover(struct tdstat_fleet *fleet)
 	}
 	closedir(proc);
 	drop_unseen(fleet);
-	qsort(fleet->members, fleet->count, sizeof(*fleet->members), compare_members);
+	if (fleet->count > 1)
+		qsort(fleet->members, fleet->count, sizeof(*fleet->members), compare_members);
 }
 
 void tdstat_fleet_collect(struct tdstat_fleet *fleet, bool since_previous,
