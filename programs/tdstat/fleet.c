@@ -13,9 +13,14 @@
  *
  * Members keep their agents between collections (serve scrapes the same
  * processes again and again, and td_ta_new searches the target's symbol
- * tables); a member is known by its PID, its start time (a reused PID
- * is another process) and the address of its shim (an exec maps a new
- * image).  Nothing here is thread-safe: serve serializes its calls.
+ * tables); a member is known by its PID and start time (a reused PID is
+ * another process), and is not surveyed again while its agent answers.
+ *
+ * A survey runs in three steps so that a server can do the slow one, the
+ * walk through /proc and the attaching, without holding the lock its
+ * scrapes take: begin copies what the fleet knows (under the lock), run
+ * looks (without it: it touches only the survey), apply merges (under
+ * it).  Apart from that, nothing here is thread-safe.
  */
 #include "fleet.h"
 
@@ -31,8 +36,7 @@
 struct member {
 	pid_t pid;
 	uint64_t start_time;    /* field 22 of /proc/PID/stat, clock ticks */
-	uint64_t shim_address;  /* start of its first libtdshim.so mapping */
-	bool seen;              /* found by the latest discovery */
+	bool stale;             /* its agent failed: attach again */
 	bool has_previous;
 	td_ta_stats_ns_t previous;
 	char comm[TDSTAT_COMM_SIZE]; /* the latest name read */
@@ -138,24 +142,6 @@ static bool find_shim_mapping(pid_t pid, uint64_t *address)
 	return found;
 }
 
-/* Among the first `count` members, which are sorted. */
-static struct member *find_member(struct tdstat_fleet *fleet, pid_t pid, size_t count)
-{
-	size_t low = 0, high = count;
-
-	while (low < high) {
-		size_t middle = (low + high) / 2;
-
-		if (fleet->members[middle].pid == pid)
-			return &fleet->members[middle];
-		if (fleet->members[middle].pid < pid)
-			low = middle + 1;
-		else
-			high = middle;
-	}
-	return NULL;
-}
-
 static int compare_members(const void *a, const void *b)
 {
 	pid_t x = ((const struct member *)a)->pid, y = ((const struct member *)b)->pid;
@@ -163,81 +149,131 @@ static int compare_members(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Confirms pid through libc_db and adds it; false when it does not
- * answer (no region, not started yet, gone, denied). */
-static bool add_member(struct tdstat_fleet *fleet, pid_t pid, uint64_t start_time,
-		       uint64_t shim_address)
+/* A member as the survey knows it: who it is, and whether its agent
+ * still answers. */
+struct known {
+	pid_t pid;
+	uint64_t start_time;
+	bool stale;
+};
+
+struct tdstat_fleet_survey {
+	pid_t self;
+	struct known *known;      /* sorted by pid */
+	size_t known_count;
+	struct known *kept;       /* members still there, unchanged */
+	size_t kept_count, kept_capacity;
+	struct member *found;     /* new processes, attached */
+	size_t found_count, found_capacity;
+	bool failed;              /* out of memory: apply changes nothing */
+};
+
+static const struct known *find_known(const struct tdstat_fleet_survey *survey, pid_t pid)
 {
-	struct member member = { .pid = pid, .start_time = start_time,
-				 .shim_address = shim_address, .seen = true };
+	size_t low = 0, high = survey->known_count;
 
-	if (fleet->count == fleet->capacity) {
-		size_t capacity = fleet->capacity ? fleet->capacity * 2 : 16;
-		struct member *members = realloc(fleet->members, capacity * sizeof(*members));
+	while (low < high) {
+		size_t middle = (low + high) / 2;
 
-		if (!members)
-			return false;
-		fleet->members = members;
-		fleet->capacity = capacity;
+		if (survey->known[middle].pid == pid)
+			return &survey->known[middle];
+		if (survey->known[middle].pid < pid)
+			low = middle + 1;
+		else
+			high = middle;
+	}
+	return NULL;
+}
+
+/* Grows *array (of `size`-byte items) to hold one more. */
+static bool make_room(void **array, size_t count, size_t *capacity, size_t size)
+{
+	void *bigger;
+
+	if (count < *capacity)
+		return true;
+	bigger = realloc(*array, (*capacity ? *capacity * 2 : 16) * size);
+	if (!bigger)
+		return false;
+	*array = bigger;
+	*capacity = *capacity ? *capacity * 2 : 16;
+	return true;
+}
+
+struct tdstat_fleet_survey *tdstat_fleet_survey_begin(const struct tdstat_fleet *fleet)
+{
+	struct tdstat_fleet_survey *survey = calloc(1, sizeof(*survey));
+
+	if (!survey)
+		return NULL;
+	survey->self = fleet->self;
+	survey->known = calloc(fleet->count ? fleet->count : 1, sizeof(*survey->known));
+	if (!survey->known) {
+		free(survey);
+		return NULL;
+	}
+	for (size_t i = 0; i < fleet->count; i++)
+		survey->known[i] = (struct known){ fleet->members[i].pid, fleet->members[i].start_time,
+						   fleet->members[i].stale };
+	survey->known_count = fleet->count;
+	return survey;
+}
+
+/* Confirms pid through libc_db and keeps it for apply; nothing when it
+ * does not answer (no region, not started yet, gone, denied). */
+static void attach_new(struct tdstat_fleet_survey *survey, pid_t pid, uint64_t start_time)
+{
+	struct member member = { .pid = pid, .start_time = start_time };
+
+	if (!make_room((void **)&survey->found, survey->found_count, &survey->found_capacity,
+		       sizeof(*survey->found))) {
+		survey->failed = true;
+		return;
 	}
 	tdstat_kernel_comm(pid, member.comm);
 	if (tdstat_target_attach(&member.target, pid) != TD_OK) {
 		tdstat_target_close(&member.target);
-		return false;
+		return;
 	}
-	fleet->members[fleet->count++] = member;
-	return true;
+	survey->found[survey->found_count++] = member;
 }
 
-/* Drops the members that discovery did not see again. */
-static void drop_unseen(struct tdstat_fleet *fleet)
+/* A member whose agent answers and whose process is the same one (same
+ * start time) is not looked at again: its maps are the costly part of a
+ * survey.  An exec keeps PID and start time; the agent then either fails
+ * (the old region's address is gone), which marks the member stale, or
+ * reads the new image's shim at the same address, which is just as good. */
+static void consider(struct tdstat_fleet_survey *survey, pid_t pid)
 {
-	size_t kept = 0;
+	const struct known *known = find_known(survey, pid);
+	uint64_t start_time, shim_address;
 
-	for (size_t i = 0; i < fleet->count; i++) {
-		if (!fleet->members[i].seen) {
-			member_release(&fleet->members[i]);
-			continue;
-		}
-		fleet->members[kept++] = fleet->members[i];
-	}
-	fleet->count = kept;
-}
-
-static void consider(struct tdstat_fleet *fleet, pid_t pid, size_t known)
-{
-	uint64_t shim_address, start_time;
-	struct member *member;
-
-	if (pid == fleet->self || !find_shim_mapping(pid, &shim_address))
+	if (pid == survey->self)
 		return;
 	start_time = process_start_time(pid);
 	if (start_time == 0)
 		return;
-	/* Only the members known before this discovery are searched: the
-	 * ones it adds are appended unsorted until it ends. */
-	member = find_member(fleet, pid, known);
-	if (member && member->start_time == start_time && member->shim_address == shim_address) {
-		member->seen = true;
+	if (known && known->start_time == start_time && !known->stale) {
+		if (make_room((void **)&survey->kept, survey->kept_count, &survey->kept_capacity,
+			      sizeof(*survey->kept)))
+			survey->kept[survey->kept_count++] = *known;
+		else
+			survey->failed = true;
 		return;
 	}
-	/* A reused PID or a new image: the old agent reads nothing valid. */
-	if (member)
-		member->seen = false;
-	add_member(fleet, pid, start_time, shim_address);
+	if (find_shim_mapping(pid, &shim_address))
+		attach_new(survey, pid, start_time);
 }
 
-void tdstat_fleet_discover(struct tdstat_fleet *fleet)
+void tdstat_fleet_survey_run(struct tdstat_fleet_survey *survey)
 {
-	size_t known = fleet->count;
 	struct dirent *entry;
-	DIR *proc;
+	DIR *proc = opendir("/proc");
 
-	for (size_t i = 0; i < known; i++)
-		fleet->members[i].seen = false;
-	proc = opendir("/proc");
-	if (!proc)
+	if (!proc) {
+		survey->failed = true;
 		return;
+	}
 	while ((entry = readdir(proc))) {
 		char *end;
 		long pid;
@@ -247,32 +283,85 @@ void tdstat_fleet_discover(struct tdstat_fleet *fleet)
 		pid = strtol(entry->d_name, &end, 10);
 		if (*end || pid <= 0 || pid > INT32_MAX)
 			continue;
-		consider(fleet, (pid_t)pid, known);
+		consider(survey, (pid_t)pid);
 	}
 	closedir(proc);
-	drop_unseen(fleet);
-	if (fleet->count > 1)
-		qsort(fleet->members, fleet->count, sizeof(*fleet->members), compare_members);
+}
+
+static bool was_kept(const struct tdstat_fleet_survey *survey, const struct member *member)
+{
+	for (size_t i = 0; i < survey->kept_count; i++)
+		if (survey->kept[i].pid == member->pid && survey->kept[i].start_time == member->start_time)
+			return true;
+	return false;
+}
+
+/* Room for `needed` members; false when out of memory. */
+static bool reserve(struct tdstat_fleet *fleet, size_t needed)
+{
+	struct member *members;
+
+	if (needed <= fleet->capacity)
+		return true;
+	members = realloc(fleet->members, needed * sizeof(*members));
+	if (!members)
+		return false;
+	fleet->members = members;
+	fleet->capacity = needed;
+	return true;
+}
+
+void tdstat_fleet_survey_apply(struct tdstat_fleet *fleet, struct tdstat_fleet_survey *survey)
+{
+	size_t kept = 0;
+
+	if (!survey)
+		return;
+	/* Out of memory: keep what we have, and release what was found. */
+	if (!survey->failed && reserve(fleet, fleet->count + survey->found_count)) {
+		for (size_t i = 0; i < fleet->count; i++) {
+			if (was_kept(survey, &fleet->members[i]))
+				fleet->members[kept++] = fleet->members[i];
+			else
+				member_release(&fleet->members[i]);
+		}
+		for (size_t i = 0; i < survey->found_count; i++)
+			fleet->members[kept++] = survey->found[i];
+		fleet->count = kept;
+		survey->found_count = 0;
+		if (fleet->count > 1)
+			qsort(fleet->members, fleet->count, sizeof(*fleet->members), compare_members);
+	}
+	for (size_t i = 0; i < survey->found_count; i++)
+		member_release(&survey->found[i]);
+	free(survey->found);
+	free(survey->kept);
+	free(survey->known);
+	free(survey);
+}
+
+void tdstat_fleet_discover(struct tdstat_fleet *fleet)
+{
+	struct tdstat_fleet_survey *survey = tdstat_fleet_survey_begin(fleet);
+
+	if (!survey)
+		return;
+	tdstat_fleet_survey_run(survey);
+	tdstat_fleet_survey_apply(fleet, survey);
 }
 
 void tdstat_fleet_collect(struct tdstat_fleet *fleet, bool since_previous,
 			  tdstat_fleet_visit visit, void *context)
 {
-	bool dropped = false;
-
 	for (size_t i = 0; i < fleet->count; i++) {
 		struct member *member = &fleet->members[i];
 		struct tdstat_interval line;
 		td_ta_stats_ns_t now;
 		td_err_e err = tdstat_target_snapshot(&member->target, &now);
 
+		/* Gone, or another image: the next survey looks again. */
 		if (err != TD_OK) {
-			/* Gone: forget it; anything else may pass, try again
-			 * next time. */
-			if (tdstat_target_vanished(&member->target, err)) {
-				member->seen = false;
-				dropped = true;
-			}
+			member->stale = true;
 			continue;
 		}
 		if (since_previous && member->has_previous && now.enabled && member->previous.enabled &&
@@ -291,6 +380,4 @@ void tdstat_fleet_collect(struct tdstat_fleet *fleet, bool since_previous,
 			memcpy(line.comm, member->comm, sizeof(line.comm));
 		visit(&line, context);
 	}
-	if (dropped)
-		drop_unseen(fleet);
 }

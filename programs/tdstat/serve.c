@@ -11,11 +11,13 @@
  * (bound before the daemon starts) so a bad address is one clear error
  * and port 0 tells the port it got.
  *
- * A scrape takes the fleet's lock to discover (at most once a second:
- * processes started since appear on the next scrape after that) and to
- * snapshot each member through libc_db, which never stops a target;
- * the text is written after the lock is released, so scrapes wait on
- * each other only for the snapshots.
+ * A thread of its own surveys the machine once a second (fleet.c): it
+ * walks /proc and attaches new processes without the fleet's lock, and
+ * takes it only to merge.  A scrape takes the lock to snapshot each
+ * member through libc_db, which never stops a target, and writes the
+ * text after releasing it: scrapes wait on each other only for the
+ * snapshots, never for a survey.  A process started since the last
+ * survey appears within a second.
  *
  * Content negotiation as the official client libraries do it:
  * OpenMetrics 1.0 when the Accept header lists
@@ -44,7 +46,7 @@
 #define CONNECTIONS_PER_ADDRESS 16
 #define IDLE_TIMEOUT_S 10
 #define CONNECTION_MEMORY_BYTES (32 * 1024)
-#define DISCOVERY_PERIOD_NS 1000000000ull
+#define SURVEY_PERIOD_S 1
 
 #define OPENMETRICS_TYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #define PROMETHEUS_TEXT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -60,17 +62,74 @@ static const char index_page[] =
 	"</body></html>\n";
 
 struct server {
-	pthread_mutex_t lock; /* guards fleet and discovered_ns */
+	pthread_mutex_t lock; /* guards fleet and stop */
+	pthread_cond_t wakeup; /* the surveyor's, signalled to stop it */
 	struct tdstat_fleet *fleet;
-	uint64_t discovered_ns; /* CLOCK_MONOTONIC of the latest discovery; 0: never */
+	bool stop;
+	pthread_t surveyor;
 };
 
-static uint64_t monotonic_ns(void)
+static void survey(struct server *server)
 {
-	struct timespec now;
+	struct tdstat_fleet_survey *survey;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	pthread_mutex_lock(&server->lock);
+	survey = tdstat_fleet_survey_begin(server->fleet);
+	pthread_mutex_unlock(&server->lock);
+	if (!survey)
+		return;
+	tdstat_fleet_survey_run(survey);
+	pthread_mutex_lock(&server->lock);
+	tdstat_fleet_survey_apply(server->fleet, survey);
+	pthread_mutex_unlock(&server->lock);
+}
+
+static void *run_surveyor(void *argument)
+{
+	struct server *server = argument;
+	struct timespec deadline;
+
+	pthread_mutex_lock(&server->lock);
+	while (!server->stop) {
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += SURVEY_PERIOD_S;
+		while (!server->stop &&
+		       pthread_cond_timedwait(&server->wakeup, &server->lock, &deadline) != ETIMEDOUT)
+			;
+		if (server->stop)
+			break;
+		pthread_mutex_unlock(&server->lock);
+		survey(server);
+		pthread_mutex_lock(&server->lock);
+	}
+	pthread_mutex_unlock(&server->lock);
+	return NULL;
+}
+
+static int start_surveyor(struct server *server)
+{
+	pthread_condattr_t attributes;
+
+	pthread_condattr_init(&attributes);
+	pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+	pthread_cond_init(&server->wakeup, &attributes);
+	pthread_condattr_destroy(&attributes);
+	survey(server); /* the first scrape finds them all */
+	if (pthread_create(&server->surveyor, NULL, run_surveyor, server) != 0) {
+		pthread_cond_destroy(&server->wakeup);
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_surveyor(struct server *server)
+{
+	pthread_mutex_lock(&server->lock);
+	server->stop = true;
+	pthread_cond_signal(&server->wakeup);
+	pthread_mutex_unlock(&server->lock);
+	pthread_join(server->surveyor, NULL);
+	pthread_cond_destroy(&server->wakeup);
 }
 
 /* "application/openmetrics-text" among the media ranges of Accept. */
@@ -109,7 +168,6 @@ static char *scrape(struct server *server, bool openmetrics, size_t *size)
 	char *text = NULL;
 	bool failed;
 	FILE *out = open_memstream(&text, size);
-	uint64_t now;
 
 	if (!out)
 		return NULL;
@@ -117,11 +175,6 @@ static char *scrape(struct server *server, bool openmetrics, size_t *size)
 	output.prometheus_text = !openmetrics;
 	tdstat_output_begin(&output);
 	pthread_mutex_lock(&server->lock);
-	now = monotonic_ns();
-	if (server->discovered_ns == 0 || now - server->discovered_ns >= DISCOVERY_PERIOD_NS) {
-		tdstat_fleet_discover(server->fleet);
-		server->discovered_ns = now;
-	}
 	tdstat_fleet_collect(server->fleet, false, keep_line, &output);
 	pthread_mutex_unlock(&server->lock);
 	tdstat_output_end(&output);
@@ -303,6 +356,12 @@ int tdstat_serve(const struct tdstat_serve_options *options)
 		tdstat_fleet_free(server.fleet);
 		return TDSTAT_EXIT_FAILURE;
 	}
+	if (start_surveyor(&server) < 0) {
+		tdstat_error("cannot start a thread: %s", strerror(errno));
+		close(fd);
+		tdstat_fleet_free(server.fleet);
+		return TDSTAT_EXIT_FAILURE;
+	}
 	daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
 				  handle, &server,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
@@ -314,6 +373,7 @@ int tdstat_serve(const struct tdstat_serve_options *options)
 				  MHD_OPTION_END);
 	if (!daemon) {
 		tdstat_error("cannot start the HTTP server on %s", where);
+		stop_surveyor(&server);
 		close(fd);
 		tdstat_fleet_free(server.fleet);
 		return TDSTAT_EXIT_FAILURE;
@@ -323,6 +383,7 @@ int tdstat_serve(const struct tdstat_serve_options *options)
 	while (sigwait(&signals, &signo) != 0)
 		;
 	MHD_stop_daemon(daemon);
+	stop_surveyor(&server);
 	close(fd);
 	tdstat_fleet_free(server.fleet);
 	pthread_mutex_destroy(&server.lock);
