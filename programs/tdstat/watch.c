@@ -85,8 +85,10 @@ static bool target_stopped(pid_t pid)
 static struct tdstat_kernel_sample kernel_previous;
 static bool kernel_previous_valid;
 
-/* --plot: every line printed is drawn too. */
+/* --plot: every line printed is drawn too, under the name the process
+ * had at its latest line (it may have exited by the end). */
 static struct tdstat_plot *plot;
+static char plot_comm[TDSTAT_COMM_SIZE];
 
 static void print_line(const struct tdstat_watch_options *options, struct tdstat_output *output,
 		       const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to)
@@ -111,8 +113,11 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	tdstat_output_begin(output);
 	tdstat_output_process(output, &interval);
 	tdstat_output_end(output);
-	if (plot)
+	if (plot) {
 		tdstat_plot_add(plot, &interval);
+		if (interval.comm[0])
+			memcpy(plot_comm, interval.comm, sizeof(plot_comm));
+	}
 }
 
 /* One tick after the first line.  Returns -1 to stop with *status set. */
@@ -179,7 +184,7 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 {
 	struct tdstat_target target;
 	struct tdstat_output output;
-	char title[128], comm[TDSTAT_COMM_SIZE];
+	char title[128];
 	int status;
 
 	catch_interrupts();
@@ -196,8 +201,8 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 	tdstat_output_close(&output);
 	tdstat_target_close(&target);
 	if (plot && tdstat_plot_samples(plot) > 0) {
-		tdstat_kernel_comm(options->pid, comm);
-		snprintf(title, sizeof(title), "%s (pid %d)", comm[0] ? comm : "process", (int)options->pid);
+		snprintf(title, sizeof(title), "%s (pid %d)", plot_comm[0] ? plot_comm : "process",
+			 (int)options->pid);
 		if (tdstat_plot_write(plot, title) < 0 && status == TDSTAT_EXIT_OK)
 			status = TDSTAT_EXIT_FAILURE;
 	}
