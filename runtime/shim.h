@@ -55,10 +55,24 @@ struct tdshim_thread {
 };
 extern __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
 
-/* Real functions, resolved once (runtime/real.c). */
+/* Real functions, resolved once (runtime/region.c). */
 #define TDSHIM_REAL_FUNCTION(ret, name, params, version) extern ret(*tdshim_real_##name) params;
 #include "real.def"
 #undef TDSHIM_REAL_FUNCTION
+
+/* The wait kind each waiting call records, from the table of calls
+ * (runtime/calls.def): TDSHIM_KIND(pthread_mutex_lock) is
+ * TDSTAT_WAIT_MUTEX.  A call with no wait kind has no constant. */
+enum tdshim_call_kind {
+#define TDSHIM_CALL_GROUP(id, title)
+#define TDSHIM_CALL(name, group, real, ret, params)
+#define TDSHIM_WAIT_CALL(name, kind, group, real, ret, params) tdshim_kind_##name = TDSTAT_WAIT_##kind,
+#include "calls.def"
+#undef TDSHIM_WAIT_CALL
+#undef TDSHIM_CALL
+#undef TDSHIM_CALL_GROUP
+};
+#define TDSHIM_KIND(call) tdshim_kind_##call
 
 /* glibc's _FORTIFY_SOURCE entry points, which programs built with it call
  * instead of read, recv, recvfrom, poll and ppoll.  <*.h> declare them only
@@ -106,6 +120,25 @@ static inline void tdshim_ensure_init(void)
 
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
 uint64_t tdshim_now_ns(void);
+
+#if defined(__x86_64__)
+/* A system call made here, without libc (whose syscall() this shim
+ * interposes): the kernel's result, -errno on failure. */
+static inline long tdshim_raw_syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	register long r10 __asm__("r10") = a4;
+	register long r8 __asm__("r8") = a5;
+	register long r9 __asm__("r9") = a6;
+	long result;
+
+	__asm__ volatile("syscall"
+			 : "=a"(result)
+			 : "0"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return result;
+}
+#define TDSHIM_HAVE_RAW_SYSCALL 1
+#endif
 
 /*
  * A change of a record (region.h's latch).  Only the owner changes its

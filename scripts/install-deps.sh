@@ -7,6 +7,10 @@
 set -euo pipefail
 
 packages=(gcc make cmake pkg-config liburcu-dev libcriterion-dev mandoc
+          # tdstat -w and -t: the target's symbol tables (elfutils)
+          libdw-dev
+          # tests/tdstat tables_formats: the OpenMetrics parser
+          python3-prometheus-client
           python3 perl xz-utils zstd coreutils procps
           # tests/reliability: real threaded programs, the fuzzer, helgrind
           pigz stress-ng sysbench tar findutils bash

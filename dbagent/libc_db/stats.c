@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * From a snapshot to the numbers of SPEC §2: the 64-bit integrals and the
+ * From a snapshot to the numbers of docs/CONTRACT.md §2: the 64-bit integrals and the
  * integer fractions of td_ta_stats_t.
  */
 #include <limits.h>
@@ -35,12 +35,21 @@ static int32_t saturate_int(uint64_t value)
 td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats)
 {
 	struct tddb_snapshot snapshot;
-	uint64_t cpu_end, cpu = 0;
 	td_err_e err;
 
 	err = tddb_snapshot(agent, kinds, &snapshot);
 	if (err != TD_OK)
 		return err;
+	return tddb_stats_from_snapshot(agent, &snapshot, stats);
+}
+
+td_err_e tddb_stats_from_snapshot(const struct td_thragent *agent, const struct tddb_snapshot *snapshot_in,
+				  td_ta_stats_ns_t *stats)
+{
+	const struct tddb_snapshot snapshot = *snapshot_in;
+	uint64_t cpu_end, cpu = 0;
+	td_err_e err;
+
 	if (snapshot.enabled) {
 		err = tddb_target_cpu_ns(agent, &cpu_end);
 		if (err != TD_OK)
@@ -79,7 +88,7 @@ static uint64_t fraction_numerator(uint64_t integral, uint64_t denominator, uint
 }
 
 /*
- * SPEC §2: one denominator D = max(1, |W| in µs), halved while any
+ * docs/CONTRACT.md §2: one denominator D = max(1, |W| in µs), halved while any
  * numerator (or D itself, an int too) would exceed INT_MAX; each numerator
  * is floor(integral * D / |W|), except nidle = nlwps - nrunnable.  Since
  * running <= runnable <= tracked, the numerators keep that order.

@@ -31,7 +31,7 @@
 
 /* The fields of a process line after "pid", in the order JSON and CSV
  * give them: the counts now, the fractions of td_ta_stats_t, the
- * averages; the keys are the names SPEC §6 gives them.  X(key) names a
+ * averages; the keys are the names docs/CONTRACT.md §6 gives them.  X(key) names a
  * member of struct tdstat_interval. */
 #define TDSTAT_LINE_COUNTS(X) X(nthreads) X(r_concurrency)
 #define TDSTAT_LINE_FRACTIONS(X)                                             \
@@ -74,6 +74,8 @@ struct tdstat_output {
 	/* openmetrics: write the Prometheus text format 0.0.4 instead (no
 	 * _created, no # UNIT, no # EOF), for scrapers that ask for it. */
 	bool prometheus_text;
+	bool threads;          /* live mode with -t: thread rows follow lines */
+	bool objects;          /* live mode with -w: object rows follow lines */
 	bool failed;           /* out of memory: the output is incomplete */
 	void *state;           /* the format's own */
 };
