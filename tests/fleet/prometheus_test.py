@@ -6,7 +6,7 @@ must give back the shape of a workload the test knows.
     prometheus_test.py         short (unit): a steady fleet_target
                                (1 spinner, 3 sleepers on a condvar, main
                                in poll): tdstat_threads and rate() of the
-                               runnable, lwps and idle counters
+                               runnable, idle and lwps counters
     prometheus_test.py --long  (fleet) also the phases example: rate()
                                over the steady part of its spin and idle
                                phases
@@ -112,29 +112,47 @@ class RealPrometheus(unittest.TestCase):
         self.assertEqual(len(values), 1, "%s -> %s" % (expression, values))
         return values[0]
 
+    def shares(self, prometheus, pid, threads, window, at=None):
+        """rate() of each counter over `window`, as threads: the runnable
+        and idle counters relative to the lwps counter, times the thread
+        count.  Prometheus dates a sample at the start of its scrape, the
+        server takes the snapshot a moment later (longer on a loaded
+        machine), and rate() divides by the dates: the ratio of two
+        counters of one snapshot is free of that jitter, their rates are
+        not."""
+        def rate(metric, labels=""):
+            return self.one(prometheus, 'sum(rate(%s{pid="%d"%s}[%s]))' % (metric, pid, labels, window), at)
+
+        lwps = rate("tdstat_lwps_seconds_total")
+        return {
+            "lwps": lwps,
+            "runnable": rate("tdstat_runnable_seconds_total") / lwps * threads,
+            "running": rate("tdstat_running_seconds_total") / lwps * threads,
+            "idle": rate("tdstat_idle_seconds_total") / lwps * threads,
+            "cond": rate("tdstat_idle_seconds_total", ',kind="cond"') / lwps * threads,
+        }
+
     def test_steady_shape(self):
         with fleet.Target(spinners=1, sleepers=3, name="prom-steady") as target:
             server = Server()
             prometheus = Prometheus(server.address)
             try:
                 selector = '{pid="%d"}' % target.pid
-                # Enough scrapes for a 5 s rate() window.
+                # Enough scrapes for a 10 s rate() window.
                 fleet.wait_until(lambda: prometheus.query(
-                    "count_over_time(tdstat_threads%s[10s]) >= 7" % selector), 90, 0.5)
+                    "count_over_time(tdstat_threads%s[12s]) >= 11" % selector), 120, 0.5)
                 self.assertEqual(self.one(prometheus, "tdstat_threads" + selector), target.threads)
                 self.assertEqual(self.one(prometheus, "tdstat_gathering" + selector), 1)
-                rate = "rate(%%s%s[6s])" % selector
-                self.assert_near(self.one(prometheus, rate % "tdstat_runnable_seconds_total"),
-                                 target.spinners, "runnable")
-                self.assert_near(self.one(prometheus, rate % "tdstat_lwps_seconds_total"),
-                                 target.threads, "lwps")
-                self.assert_near(self.one(prometheus, "sum(%s)" % (rate % "tdstat_idle_seconds_total")),
-                                 target.sleepers + 1, "idle")
-                cond = 'rate(tdstat_idle_seconds_total{pid="%d",kind="cond"}[6s])' % target.pid
-                self.assert_near(self.one(prometheus, cond), target.sleepers, "idle in cond")
+                shares = self.shares(prometheus, target.pid, target.threads, "10s")
+                self.assert_near(shares["runnable"], target.spinners, "runnable")
+                self.assert_near(shares["idle"], target.sleepers + 1, "idle")
+                self.assert_near(shares["cond"], target.sleepers, "idle in cond")
+                self.assertLessEqual(shares["running"], shares["runnable"] + 1e-6)
+                # The lwps counter itself grows by the thread count a second.
+                self.assert_near(shares["lwps"], target.threads, "lwps")
                 # Every query of the Grafana dashboard gives this process data.
                 for expression in panel_expressions(load_dashboard()):
-                    concrete = (expression.replace("$__rate_interval", "6s")
+                    concrete = (expression.replace("$__rate_interval", "10s")
                                 .replace("$instance", ".*").replace("$pid", str(target.pid)))
                     self.assertTrue(prometheus.query(concrete), "no data for the dashboard's " + concrete)
             finally:
@@ -158,17 +176,20 @@ class RealPrometheus(unittest.TestCase):
             time.sleep(3)  # the last phase's scrapes
             selector = '{pid="%d"}' % process.pid
 
-            def rate_at(metric, phase, kind=None):
-                labels = selector if kind is None else '{pid="%d",kind="%s"}' % (process.pid, kind)
+            def shares_in(phase):
                 # The steady part: from 1.5 s into the phase to 0.5 s before its end.
                 at = started + phase * phase_s + phase_s - 0.5
-                return self.one(prometheus, "sum(rate(%s%s[4s]))" % (metric, labels), at)
+                return self.shares(prometheus, process.pid, threads + 1, "4s", at)
 
-            self.assert_near(rate_at("tdstat_runnable_seconds_total", 0), threads, "spin: runnable")
-            self.assert_near(rate_at("tdstat_runnable_seconds_total", 2), 0.0, "idle: runnable")
-            self.assert_near(rate_at("tdstat_idle_seconds_total", 2, "cond"), threads, "idle: cond")
-            self.assert_near(rate_at("tdstat_idle_seconds_total", 2), threads + 1, "idle: idle")
-            self.assert_near(rate_at("tdstat_lwps_seconds_total", 1), threads + 1, "lock: lwps")
+            spin, lock, idle = shares_in(0), shares_in(1), shares_in(2)
+            self.assert_near(spin["runnable"], threads, "spin: runnable")
+            self.assert_near(spin["idle"], 1.0, "spin: idle (main in join)")
+            self.assert_near(idle["runnable"], 0.0, "idle: runnable")
+            self.assert_near(idle["cond"], threads, "idle: cond")
+            self.assert_near(idle["idle"], threads + 1, "idle: idle")
+            self.assertLess(lock["runnable"], spin["runnable"] + TOLERANCE, "lock: no more runnable than spin")
+            middle = started + 1 * phase_s + phase_s / 2
+            self.assertEqual(self.one(prometheus, "tdstat_threads" + selector, middle), threads + 1)
         finally:
             prometheus.close()
             server.close()
