@@ -16,7 +16,11 @@ packages=(gcc make cmake pkg-config liburcu-dev libcriterion-dev mandoc
           pigz stress-ng sysbench tar findutils bash
           clang libclang-rt-14-dev llvm valgrind
           # tests/accuracy: the same shapes in C++20, Rust and Java
-          g++ rustc default-jdk-headless)
+          g++ rustc default-jdk-headless
+          # tdstat serve (HTTP) and run --plot (PNG, SVG)
+          libmicrohttpd-dev libcairo2-dev
+          # tests/fleet: a real Prometheus and its client's parsers
+          prometheus python3-prometheus-client)
 if [[ "${1:-}" == "--bench" ]]; then
 	packages+=(hyperfine linux-perf sysstat)
 fi

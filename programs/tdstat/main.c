@@ -2,11 +2,14 @@
 /*
  * tdstat: concurrency statistics of a live process (docs/CONTRACT.md §6).
  *
- *   tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] PID
+ *   tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] [--plot IMAGE] PID
  *   tdstat enable|disable|reset PID
- *   tdstat run [--format F] [-o FILE] -- CMD [ARG...]
+ *   tdstat run [--format F] [-o FILE] [--plot IMAGE [-i SECS]] -- CMD [ARG...]
+ *   tdstat ps [-i SECS] [--format F]
+ *   tdstat serve [--listen ADDR:PORT]
  */
 #include "format.h"
+#include "plot.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -20,7 +23,7 @@
 #error "TDSTAT_VERSION must be the project's version"
 #endif
 
-enum { OPTION_JSON = 256, OPTION_FORMAT };
+enum { OPTION_JSON = 256, OPTION_FORMAT, OPTION_PLOT };
 
 /* Every subcommand that prints statistics takes these two. */
 #define FORMAT_LONG_OPTIONS                                        \
@@ -28,9 +31,11 @@ enum { OPTION_JSON = 256, OPTION_FORMAT };
 	{ "json", no_argument, NULL, OPTION_JSON }
 
 static const char usage_text[] =
-	"Usage: tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] PID\n"
+	"Usage: tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] [--plot IMAGE] PID\n"
 	"       tdstat enable|disable|reset PID\n"
-	"       tdstat run [--format F] [-o FILE] -- CMD [ARG...]\n"
+	"       tdstat run [--format F] [-o FILE] [--plot IMAGE [-i SECS]] -- CMD [ARG...]\n"
+	"       tdstat ps [-i SECS] [--format F]\n"
+	"       tdstat serve [--listen ADDR:PORT]\n"
 	"\n"
 	"Thread-concurrency statistics (Solaris's td_ta_get_stats) of a process\n"
 	"running with libtdshim.so preloaded, read through libc_db.\n"
@@ -46,12 +51,21 @@ static const char usage_text[] =
 	"  --format F       text (default), json (one object per line), csv,\n"
 	"                   openmetrics (one exposition per line, # EOF ended)\n"
 	"  --json           the same as --format json\n"
+	"  --plot IMAGE     also draw the lines over time into IMAGE (.png or .svg):\n"
+	"                   running, runnable and idle by kind, stacked\n"
 	"  enable PID       start a new window (gathering on)\n"
 	"  disable PID      stop gathering; the averages freeze\n"
 	"  reset PID        start a new window now\n"
 	"  run -- CMD       run CMD under the shim, print its statistics on stderr\n"
 	"                   when it ends; exit with its status (128+N for signal N)\n"
 	"  -o, --output FILE    (run) write the statistics to FILE\n"
+	"  -i SECS          (run --plot) seconds between samples (default 0.1)\n"
+	"  ps               the processes here with the shim loaded: pid, command,\n"
+	"                   gathering, threads, runnable and idle over -i SECS\n"
+	"                   (default 0.2)\n"
+	"  serve            answer GET /metrics (OpenMetrics, for Prometheus) with\n"
+	"                   the processes ps lists, until SIGINT or SIGTERM\n"
+	"  --listen ADDR:PORT   (serve) where (default 127.0.0.1:9464)\n"
 	"  -h, --help       this text\n"
 	"  -V, --version    the version\n"
 	"\n"
@@ -133,6 +147,14 @@ static bool format_option(int option, const char *argument,
 	return true;
 }
 
+static int parse_plot(const char *path, const char **plot_path)
+{
+	if (!tdstat_plot_path_valid(path))
+		return usage_error("--plot takes a .png or .svg file name: ", path);
+	*plot_path = path;
+	return TDSTAT_EXIT_OK;
+}
+
 /* Options given to a subcommand it does not take, or unknown ones. */
 static int option_error(int option, const char *argument)
 {
@@ -148,6 +170,7 @@ static int main_watch(int argc, char **argv)
 		{ "count", required_argument, NULL, 'c' },
 		{ "threads", no_argument, NULL, 't' },
 		{ "objects", no_argument, NULL, 'w' },
+		{ "plot", required_argument, NULL, OPTION_PLOT },
 		FORMAT_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -173,6 +196,10 @@ static int main_watch(int argc, char **argv)
 		case 'c':
 			if (parse_count(optarg, &options.count) < 0)
 				return usage_error("bad count: ", optarg);
+			break;
+		case OPTION_PLOT:
+			if (parse_plot(optarg, &options.plot_path) != TDSTAT_EXIT_OK)
+				return TDSTAT_EXIT_USAGE;
 			break;
 		default:
 			return option_error(option, argv[optind - 1]);
@@ -201,16 +228,19 @@ static int main_run(int argc, char **argv)
 	static const struct option long_options[] = {
 		FORMAT_LONG_OPTIONS,
 		{ "output", required_argument, NULL, 'o' },
+		{ "plot", required_argument, NULL, OPTION_PLOT },
+		{ "interval", required_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct tdstat_run_options options = { 0 };
+	struct tdstat_run_options options = { .interval_s = 0.1 };
+	bool interval_given = false;
 	int option, status;
 
 	/* Parse after "run"; '+' stops at CMD so its options stay its own. */
 	argc--;
 	argv++;
 	optind = 1;
-	while ((option = getopt_long(argc, argv, "+:o:", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, "+:o:i:", long_options, NULL)) != -1) {
 		if (format_option(option, optarg, &options.format, &status))
 			continue;
 		if (status != TDSTAT_EXIT_OK)
@@ -219,14 +249,75 @@ static int main_run(int argc, char **argv)
 		case 'o':
 			options.output_path = optarg;
 			break;
+		case OPTION_PLOT:
+			if (parse_plot(optarg, &options.plot_path) != TDSTAT_EXIT_OK)
+				return TDSTAT_EXIT_USAGE;
+			break;
+		case 'i':
+			if (parse_interval(optarg, &options.interval_s) < 0)
+				return usage_error("bad interval: ", optarg);
+			interval_given = true;
+			break;
 		default:
 			return option_error(option, argv[optind - 1]);
 		}
 	}
 	if (optind == argc)
 		return usage_error("no command given to run", NULL);
+	if (interval_given && !options.plot_path)
+		return usage_error("-i is the interval of --plot: give --plot IMAGE too", NULL);
 	options.argv = argv + optind;
 	return tdstat_run(&options);
+}
+
+static int main_ps(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		FORMAT_LONG_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tdstat_ps_options options = { .interval_s = 0.2 };
+	int option, status;
+
+	argc--;
+	argv++;
+	optind = 1;
+	while ((option = getopt_long(argc, argv, "+:i:", long_options, NULL)) != -1) {
+		if (format_option(option, optarg, &options.format, &status))
+			continue;
+		if (status != TDSTAT_EXIT_OK)
+			return status;
+		if (option != 'i')
+			return option_error(option, argv[optind - 1]);
+		if (parse_interval(optarg, &options.interval_s) < 0)
+			return usage_error("bad interval: ", optarg);
+	}
+	if (optind != argc)
+		return usage_error("ps takes no argument: ", argv[optind]);
+	return tdstat_ps(&options);
+}
+
+static int main_serve(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tdstat_serve_options options = { 0 };
+	int option;
+
+	argc--;
+	argv++;
+	optind = 1;
+	while ((option = getopt_long(argc, argv, "+:", long_options, NULL)) != -1) {
+		if (option != 'l')
+			return option_error(option, argv[optind - 1]);
+		options.listen = optarg;
+	}
+	if (optind != argc)
+		return usage_error("serve takes no argument: ", argv[optind]);
+	return tdstat_serve(&options);
 }
 
 static int main_information(const char *argument)
@@ -267,6 +358,9 @@ int main(int argc, char **argv)
 		return main_control(TDSTAT_CONTROL_RESET, argc, argv);
 	if (!strcmp(command, "run"))
 		return main_run(argc, argv);
-
+	if (!strcmp(command, "ps"))
+		return main_ps(argc, argv);
+	if (!strcmp(command, "serve"))
+		return main_serve(argc, argv);
 	return main_watch(argc, argv);
 }

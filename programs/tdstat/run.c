@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `tdstat run [--format F] [-o FILE] -- CMD [ARG...]`
+ * `tdstat run [--format F] [-o FILE] [--plot IMAGE [-i SECS]] -- CMD [ARG...]`
  *
  * CMD starts with the shim prepended to LD_PRELOAD (unless LD_PRELOAD
  * already names a copy) and TDSTAT_ENABLE=1, so its window is its whole
@@ -23,6 +23,8 @@
  * could exec, and even end, before it is traced.
  */
 #include "format.h"
+#include "plot.h"
+#include "sampler.h"
 
 #include <time.h>
 
@@ -448,8 +450,37 @@ static char *command_preload(void)
 	return preload;
 }
 
+/* "CMD ARG..." as the plot's title, shortened to fit. */
+static void command_title(char *title, size_t size, char *const *argv)
+{
+	size_t used = 0;
+
+	title[0] = '\0';
+	for (; *argv && used + 4 < size; argv++)
+		used += (size_t)snprintf(title + used, size - used, "%s%s", used ? " " : "", *argv);
+	if (used >= size - 1)
+		memcpy(title + size - 4, "...", 4);
+}
+
+static void draw(const struct tdstat_run_options *options, struct tdstat_plot *plot,
+		 struct tdstat_sampler *sampler, const struct run_state *state)
+{
+	char title[120];
+
+	tdstat_sampler_stop(sampler, state->stats_read ? &state->stats : NULL);
+	if (tdstat_plot_samples(plot) == 0) {
+		tdstat_error("no statistics of %s to plot: %s is not written", options->argv[0],
+			     options->plot_path);
+		return;
+	}
+	command_title(title, sizeof(title), options->argv);
+	tdstat_plot_write(plot, title);
+}
+
 int tdstat_run(const struct tdstat_run_options *options)
 {
+	struct tdstat_plot *plot = NULL;
+	struct tdstat_sampler *sampler = NULL;
 	struct run_state state = { 0 };
 	char reason[PATH_MAX + 128];
 	char *preload;
@@ -466,19 +497,30 @@ int tdstat_run(const struct tdstat_run_options *options)
 	preload = command_preload();
 	if (!preload)
 		return TDSTAT_EXIT_FAILURE;
+	if (options->plot_path && !(plot = tdstat_plot_new(options->plot_path))) {
+		tdstat_error("out of memory");
+		free(preload);
+		return TDSTAT_EXIT_FAILURE;
+	}
 	out = open_output(options->output_path);
 	if (!out || launch(&state, options->argv, preload) < 0) {
 		free(preload);
+		tdstat_plot_free(plot);
 		if (out && out != stderr)
 			fclose(out);
 		return TDSTAT_EXIT_FAILURE;
 	}
 	free(preload);
+	if (plot && !(sampler = tdstat_sampler_start(state.pid, options->interval_s, plot)))
+		tdstat_error("cannot start the sampler: no plot will be drawn");
 	/* Like time(1): ^C and ^\ are for CMD, which decides what they do. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	status = wait_for_command(&state);
 	free(state.exited.tids);
+	if (sampler)
+		draw(options, plot, sampler, &state);
+	tdstat_plot_free(plot);
 	report(options, &state, out);
 	if (out != stderr && fclose(out) != 0)
 		tdstat_error("cannot write %s: %s", options->output_path, strerror(errno));

@@ -13,6 +13,11 @@
  *   symbolize.c names from the target's symbol tables (elfutils)
  *   control.c   enable, disable, reset
  *   run.c       run CMD under the shim, read it at its exit stop
+ *   fleet.c     every process here with the shim loaded (ps, serve)
+ *   ps.c        tdstat ps
+ *   serve.c     tdstat serve: /metrics over HTTP (libmicrohttpd)
+ *   plot.c      --plot: the lines drawn over time (cairo); sampler.c
+ *               samples `run`'s command for it
  *   privilege.c does CMD gain privileges (setuid...) when it starts
  *   shim_path.c where libtdshim.so is, built or installed
  *
@@ -246,6 +251,7 @@ struct tdstat_watch_options {
 	const struct tdstat_format *format;
 	bool threads; /* -t: a row per thread */
 	bool objects; /* -w: the objects waited on */
+	const char *plot_path; /* --plot: draw the lines into this image */
 };
 int tdstat_watch(const struct tdstat_watch_options *options);
 
@@ -259,8 +265,21 @@ int tdstat_control(enum tdstat_control_action action, pid_t pid);
 struct tdstat_run_options {
 	const struct tdstat_format *format;
 	const char *output_path; /* NULL: stderr */
+	const char *plot_path;   /* --plot: draw the run into this image */
+	double interval_s;       /* between the samples of the plot */
 	char *const *argv;       /* CMD [ARG...], NULL-terminated */
 };
 int tdstat_run(const struct tdstat_run_options *options);
+
+struct tdstat_ps_options {
+	double interval_s; /* between the two snapshots of each process */
+	const struct tdstat_format *format;
+};
+int tdstat_ps(const struct tdstat_ps_options *options);
+
+struct tdstat_serve_options {
+	const char *listen; /* ADDR:PORT; NULL: 127.0.0.1:9464 */
+};
+int tdstat_serve(const struct tdstat_serve_options *options);
 
 #endif /* TDSTAT_COMMAND_H */

@@ -8,6 +8,7 @@
  * the new window so far.  Nothing here writes to the target.
  */
 #include "format.h"
+#include "plot.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -81,6 +82,11 @@ static bool target_stopped(pid_t pid)
 	return state == 'T' || state == 't';
 }
 
+/* --plot: every line printed is drawn too, under the name the process
+ * had at its latest line (it may have exited by the end). */
+static struct tdstat_plot *plot;
+static char plot_comm[TDSTAT_COMM_SIZE];
+
 /* A line over [from, to] of one window (from NULL: the window so far),
  * then the rows of -t and -w under it, as one moment of the output. */
 static void print_line(const struct tdstat_watch_options *options, struct tdstat_output *output,
@@ -112,6 +118,11 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	for (size_t i = 0; i < object_count; i++)
 		tdstat_output_object(output, &objects[i]);
 	tdstat_output_end(output);
+	if (plot) {
+		tdstat_plot_add(plot, &interval);
+		if (interval.comm[0])
+			memcpy(plot_comm, interval.comm, sizeof(plot_comm));
+	}
 	free(threads);
 	free(objects);
 }
@@ -184,11 +195,18 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 	struct tdstat_symbolizer *symbolizer = NULL;
 	struct tdstat_target target;
 	struct tdstat_output output;
+	char title[128];
 	int status;
 
 	catch_interrupts();
-	if (tdstat_target_open(&target, options->pid) < 0)
+	if (options->plot_path && !(plot = tdstat_plot_new(options->plot_path))) {
+		tdstat_error("out of memory");
 		return TDSTAT_EXIT_FAILURE;
+	}
+	if (tdstat_target_open(&target, options->pid) < 0) {
+		tdstat_plot_free(plot);
+		return TDSTAT_EXIT_FAILURE;
+	}
 	/* Names for -t and -w; without them, addresses. */
 	if (options->threads || options->objects)
 		symbolizer = tdstat_symbolizer_open(options->pid);
@@ -199,6 +217,14 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 	tdstat_output_close(&output);
 	tdstat_symbolizer_close(symbolizer);
 	tdstat_target_close(&target);
+	if (plot && tdstat_plot_samples(plot) > 0) {
+		snprintf(title, sizeof(title), "%s (pid %d)", plot_comm[0] ? plot_comm : "process",
+			 (int)options->pid);
+		if (tdstat_plot_write(plot, title) < 0 && status == TDSTAT_EXIT_OK)
+			status = TDSTAT_EXIT_FAILURE;
+	}
+	tdstat_plot_free(plot);
+	plot = NULL;
 	if (status == TDSTAT_EXIT_OK && output.failed) {
 		tdstat_error("out of memory while writing the statistics");
 		status = TDSTAT_EXIT_FAILURE;

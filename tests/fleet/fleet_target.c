@@ -10,7 +10,9 @@
  * idle = SLEEPERS + 1.  -n renames the process (prctl PR_SET_NAME), any
  * bytes, to test how outputs carry odd names.  Prints "ready" once every
  * thread is started, and runs until stdin closes, or for MS milliseconds
- * with -t (main then sleeps: idle, kind sleep).
+ * with -t (main then sleeps: idle, kind sleep).  At the end it prints
+ * "spins N": the rounds of work the spinners did, for the benchmarks that
+ * ask whether reading a target slows it.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -25,15 +27,19 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wakeup = PTHREAD_COND_INITIALIZER;
 static volatile bool over;
+static unsigned long long spins; /* added up under lock at each spinner's end */
 
 static void *spin(void *unused)
 {
-	unsigned long long seed = 1;
+	unsigned long long seed = 1, rounds = 0;
 
-	while (!over)
-		for (int i = 0; i < 100000; i++)
+	for (; !over; rounds++)
+		for (int i = 0; i < 10000; i++)
 			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-	return seed == 42 ? unused : NULL;
+	pthread_mutex_lock(&lock);
+	spins += rounds + (seed == 42);
+	pthread_mutex_unlock(&lock);
+	return unused;
 }
 
 static void *sleep_on_condvar(void *unused)
@@ -103,5 +109,6 @@ int main(int argc, char **argv)
 	for (int i = 0; i < count; i++)
 		pthread_join(threads[i], NULL);
 	free(threads);
+	printf("spins %llu\n", spins);
 	return 0;
 }
