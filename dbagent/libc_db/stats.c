@@ -35,18 +35,23 @@ static int32_t saturate_int(uint64_t value)
 td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats)
 {
 	struct tddb_snapshot snapshot;
+	struct tddb_image image;
 	uint64_t cpu_end, cpu = 0;
 	td_err_e err;
 
 	err = tddb_snapshot(agent, kinds, &snapshot);
 	if (err != TD_OK)
 		return err;
-	if (snapshot.enabled) {
+	tddb_image_query(agent, &image);
+	if (!snapshot.enabled) {
+		cpu_end = snapshot.control.cpu_end_ns;
+	} else if (image.frozen) {
+		/* A core: its own notes, if it has them (ps_image.h). */
+		cpu_end = image.cpu_known ? image.cpu_ns : 0;
+	} else {
 		err = tddb_target_cpu_ns(agent, &cpu_end);
 		if (err != TD_OK)
 			return err;
-	} else {
-		cpu_end = snapshot.control.cpu_end_ns;
 	}
 	if (cpu_end > snapshot.control.cpu_start_ns)
 		cpu = cpu_end - snapshot.control.cpu_start_ns;
