@@ -5,6 +5,7 @@
  *   tdstat [-i SECS] [-c COUNT] [--json] PID
  *   tdstat enable|disable|reset PID
  *   tdstat run [--json] [-o FILE] -- CMD [ARG...]
+ *   tdstat core [--format F] COREFILE [EXECUTABLE]
  */
 #include "tdstat.h"
 
@@ -20,12 +21,13 @@
 #error "TDSTAT_VERSION must be the project's version"
 #endif
 
-enum { OPTION_JSON = 256 };
+enum { OPTION_JSON = 256, OPTION_FORMAT };
 
 static const char usage_text[] =
 	"Usage: tdstat [-i SECS] [-c COUNT] [--json] PID\n"
 	"       tdstat enable|disable|reset PID\n"
 	"       tdstat run [--json] [-o FILE] -- CMD [ARG...]\n"
+	"       tdstat core [--format text|json] COREFILE [EXECUTABLE]\n"
 	"\n"
 	"Thread-concurrency statistics (Solaris's td_ta_get_stats) of a process\n"
 	"running with libtdshim.so preloaded, read through libc_db.\n"
@@ -41,6 +43,8 @@ static const char usage_text[] =
 	"  run -- CMD       run CMD under the shim, print its statistics on stderr\n"
 	"                   when it ends; exit with its status (128+N for signal N)\n"
 	"  -o, --output FILE    (run) write the statistics to FILE\n"
+	"  core COREFILE    the statistics at the moment of a core dump (kernel\n"
+	"                   or gcore); EXECUTABLE: the program, if moved\n"
 	"  -h, --help       this text\n"
 	"  -V, --version    the version\n"
 	"\n"
@@ -187,6 +191,41 @@ static int main_run(int argc, char **argv)
 	return tdstat_run(&options);
 }
 
+static int main_core(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "json", no_argument, NULL, OPTION_JSON },
+		{ "format", required_argument, NULL, OPTION_FORMAT },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tdstat_core_options options = { 0 };
+	int option;
+
+	argc--;
+	argv++;
+	optind = 1;
+	while ((option = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+		switch (option) {
+		case OPTION_JSON:
+			options.format = TDSTAT_FORMAT_JSON;
+			break;
+		case OPTION_FORMAT:
+			if (!strcmp(optarg, "json"))
+				options.format = TDSTAT_FORMAT_JSON;
+			else if (strcmp(optarg, "text") != 0)
+				return usage_error("unknown format: ", optarg);
+			break;
+		default:
+			return option_error(option, argv[optind - 1]);
+		}
+	}
+	if (argc - optind < 1 || argc - optind > 2)
+		return usage_error(argc == optind ? "no core file given" : "too many arguments to core", NULL);
+	options.core_path = argv[optind];
+	options.executable_path = argc - optind == 2 ? argv[optind + 1] : NULL;
+	return tdstat_core(&options);
+}
+
 static int main_information(const char *argument)
 {
 	if (!strcmp(argument, "--help") || !strcmp(argument, "-h")) {
@@ -225,5 +264,7 @@ int main(int argc, char **argv)
 		return main_control(TDSTAT_CONTROL_RESET, argc, argv);
 	if (!strcmp(command, "run"))
 		return main_run(argc, argv);
+	if (!strcmp(command, "core"))
+		return main_core(argc, argv);
 	return main_watch(argc, argv);
 }

@@ -11,6 +11,7 @@
  *   run.c       run CMD under the shim, read it at its exit stop
  *   privilege.c does CMD gain privileges (setuid...) when it starts
  *   shim_path.c where libtdshim.so is, built or installed
+ *   core.c      tdstat core: a core file through libtdstat_core
  *
  * Everything read from a target goes through libc_db (td_ta_*); the
  * command never looks at the target's memory itself.
@@ -156,5 +157,12 @@ struct tdstat_run_options {
 	char *const *argv;       /* CMD [ARG...], NULL-terminated */
 };
 int tdstat_run(const struct tdstat_run_options *options);
+
+struct tdstat_core_options {
+	enum tdstat_format format;
+	const char *core_path;
+	const char *executable_path; /* NULL: the one the core names */
+};
+int tdstat_core(const struct tdstat_core_options *options);
 
 #endif /* TDSTAT_COMMAND_H */

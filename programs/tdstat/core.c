@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdstat core: the statistics a process had when it was dumped, read
+ * through libc_db from a core file with libtdstat_core as the
+ * proc_service provider (SPEC §8).
+ *
+ * The window ends at the dump.  A core holds no clock reading, so the
+ * agent ends it at the latest moment the records prove (ps_image.h):
+ * the last state change, wake-up or pending stamp any thread made.  The
+ * CPU time is the one the kernel wrote into the core's NT_PRSTATUS
+ * notes; gcore writes none, and then the running figure is unknown.
+ *
+ * libtdstat_core is linked before libtdstat_ps: its ps_* routines serve
+ * its handles and pass every other to the live provider (ps_core.h).
+ */
+#include "tdstat.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <tdstat/ps_core.h>
+
+static void explain_open(enum tdcore_status status, const char *path, int error)
+{
+	char line[512];
+
+	tdstat_error("%s", tdcore_explain(status, path, error, line, sizeof(line)));
+}
+
+static void explain_agent(td_err_e err, struct ps_prochandle *core, const struct tdcore_process *process,
+			  const char *path)
+{
+	enum tdcore_status status = tdcore_last_status(core);
+
+	switch (err) {
+	case TD_NOLIBTHREAD:
+		if (status == TDCORE_FILES_MISSING) {
+			explain_open(status, path, 0);
+			return;
+		}
+		tdstat_error("process %d (%s) in %s had not loaded libtdshim.so, so it kept no statistics: "
+			     "start it with `tdstat run -- CMD` or LD_PRELOAD=libtdshim.so before it hangs or dies",
+			     (int)process->pid, process->command, path);
+		return;
+	case TD_VERSION:
+		tdstat_error("process %d in %s ran a libtdshim.so of another ABI version, or one that had not "
+			     "finished starting: use the tdstat installed with that shim",
+			     (int)process->pid, path);
+		return;
+	case TD_MALLOC:
+		tdstat_error("out of memory reading %s", path);
+		return;
+	case TD_DBERR:
+		if (status != TDCORE_OK) {
+			explain_open(status, path, 0);
+			return;
+		}
+		tdstat_error("the statistics region in %s is damaged", path);
+		return;
+	default:
+		tdstat_error("libc_db failed on %s (td_err_e %d)", path, (int)err);
+		return;
+	}
+}
+
+static void print_text(const struct tdstat_core_options *options, const struct tdcore_process *process,
+		       const td_ta_stats_ns_t *stats, const struct tdstat_interval *interval)
+{
+	printf("core %s: process %d (%s), %zu threads in the core", options->core_path, (int)process->pid,
+	       process->command, process->threads);
+	if (process->signal > 0)
+		printf(", dumped on signal %d (%s)", process->signal, strsignal(process->signal));
+	printf("\n");
+	if (process->cpu_known)
+		printf("CPU time %.3f s (the core's NT_PRSTATUS notes)\n", process->cpu_ns / 1e9);
+	else
+		printf("CPU time not in the core (gcore writes none): RUNNING shows 0, not measured\n");
+	if (!stats->enabled)
+		printf("gathering was off at the dump: the window ends when it was turned off\n");
+	printf("window: %.3f s, ending at the last moment the records prove\n", interval->window_s);
+	tdstat_report_header(stdout);
+	tdstat_report_row(stdout, interval);
+}
+
+int tdstat_core(const struct tdstat_core_options *options)
+{
+	struct ps_prochandle *core = NULL;
+	struct tdcore_process process;
+	struct tdstat_interval interval;
+	td_thragent_t *agent = NULL;
+	td_ta_stats_ns_t stats;
+	enum tdcore_status status;
+	td_err_e err;
+	int result = TDSTAT_EXIT_FAILURE;
+
+	status = tdcore_open(options->core_path, options->executable_path, &core);
+	if (status != TDCORE_OK) {
+		explain_open(status, options->core_path, errno);
+		return TDSTAT_EXIT_FAILURE;
+	}
+	tdcore_process(core, &process);
+	err = td_init();
+	if (err == TD_OK)
+		err = td_ta_new(core, &agent);
+	if (err == TD_OK) {
+		memset(&stats, 0, sizeof(stats));
+		stats.size = sizeof(stats);
+		err = td_ta_get_stats_ns(agent, &stats);
+	}
+	if (err != TD_OK) {
+		explain_agent(err, core, &process, options->core_path);
+	} else {
+		tdstat_interval_compute(&interval, process.pid, NULL, &stats);
+		if (options->format == TDSTAT_FORMAT_JSON)
+			tdstat_report_json(stdout, &interval);
+		else
+			print_text(options, &process, &stats, &interval);
+		result = TDSTAT_EXIT_OK;
+	}
+	if (agent)
+		td_ta_delete(agent);
+	tdcore_close(core);
+	return result;
+}
