@@ -8,7 +8,8 @@
  *   main holds the mutex and naps 20 ms at a time               (sleep)
  * Main's naps keep stamping the records, so a core taken at any moment
  * proves a recent "now" (tdstat(1), core).  It prints "ready" once every
- * thread has parked; with the argument "abort" it then calls abort().
+ * thread has parked and calls parked_ready(), where a debugger that
+ * started it can stop; with the argument "abort" it then calls abort().
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -51,6 +52,13 @@ static void *join_sleeper(void *unused)
 	return NULL;
 }
 
+/* A place for gdb's breakpoint: every thread is parked. */
+__attribute__((noinline)) void parked_ready(void);
+__attribute__((noinline)) void parked_ready(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
 static void nap(long ms)
 {
 	struct timespec time = { ms / 1000, (ms % 1000) * 1000000 };
@@ -75,6 +83,7 @@ int main(int argc, char **argv)
 	nap(300);
 	printf("ready\n");
 	fflush(stdout);
+	parked_ready();
 	for (int naps = 0;; naps++) {
 		nap(20);
 		if (do_abort && naps == 25)
