@@ -8,6 +8,9 @@ set -euo pipefail
 
 packages=(gcc make cmake pkg-config liburcu-dev libcriterion-dev mandoc
           python3 perl xz-utils zstd coreutils procps
+          # libtdstat_core maps core files with elfutils (libdwfl); tests/debugger
+          # drives gdb and gcore (docs/DESIGN.md, "Core files and gdb")
+          libdw-dev gdb
           # tests/reliability: real threaded programs, the fuzzer, helgrind
           pigz stress-ng sysbench tar findutils bash
           clang libclang-rt-14-dev llvm valgrind
