@@ -95,8 +95,13 @@ static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr
 			memcpy(&psinfo, desc, sizeof(psinfo));
 			notes->have_psinfo = true;
 			notes->psinfo_pid = psinfo.pr_pid;
-			memcpy(notes->command, psinfo.pr_fname, sizeof(psinfo.pr_fname));
-			notes->command[sizeof(psinfo.pr_fname)] = '\0';
+			/* Printable ASCII only: callers print it, and a
+			 * hostile core must not write to their terminal. */
+			for (size_t i = 0; i < sizeof(psinfo.pr_fname) && psinfo.pr_fname[i]; i++) {
+				unsigned char c = (unsigned char)psinfo.pr_fname[i];
+
+				notes->command[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+			}
 		}
 		if (status != TDCORE_OK)
 			return status;

@@ -66,7 +66,8 @@ enum tdcore_status tdcore_last_status(const struct ps_prochandle *ph);
 /* The dumped process, from the core's notes. */
 struct tdcore_process {
 	pid_t pid;
-	char command[17];  /* NT_PRPSINFO's pr_fname: at most 16 bytes */
+	char command[17];  /* NT_PRPSINFO's pr_fname, at most 16 bytes, printable
+			    * ASCII ('?' for any other byte) */
 	int signal;        /* the signal that caused the dump (gcore: 0 or the stop signal) */
 	size_t threads;    /* NT_PRSTATUS notes: threads alive at the dump */
 	int cpu_known;     /* 1 when cpu_ns is the process's CPU time (kernel cores) */

@@ -60,7 +60,8 @@ def clean_environment():
 
 
 def run(argv, **kwargs):
-    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    # A damaged core may name its program in any bytes: never fail decoding.
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                           timeout=TIMEOUT + 10, env=clean_environment(), **kwargs)
 
 
