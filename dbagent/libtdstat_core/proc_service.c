@@ -13,17 +13,19 @@
 
 #include "core_private.h"
 
-/* The next provider's routine, looked up once (a relaxed cache: every
- * thread that fills it finds the same address). */
+/* The next provider's routine, looked up once, absence included (a
+ * relaxed cache: every thread that fills it finds the same answer). */
+#define ABSENT ((void *)&next_routine)
+
 static void *next_routine(const char *name, void *_Atomic *cache)
 {
 	void *routine = atomic_load_explicit(cache, memory_order_relaxed);
 
 	if (!routine) {
 		routine = dlsym(RTLD_NEXT, name);
-		atomic_store_explicit(cache, routine, memory_order_relaxed);
+		atomic_store_explicit(cache, routine ? routine : ABSENT, memory_order_relaxed);
 	}
-	return routine;
+	return routine == ABSENT ? NULL : routine;
 }
 
 /* Returns the next provider's answer for a handle not ours, or
