@@ -154,10 +154,11 @@ def check_core(args, core, kernel):
     time.sleep(0.2)
     check(first.stdout == second.stdout, "two readings of one core differ", first.stdout + second.stdout)
 
-    output = gdb(args, [args.parked, core], ["info thread-stats", "info threads"])
+    output = gdb(args, [args.parked, core], ["info thread-stats", "info threads", "tdstat reset"])
     threads, kinds = gdb_stats(output)
     check_parked(threads, kinds, output)
     check("at the dump" in output, "gdb on a core: the window ends at the dump", output)
+    check("a core cannot be changed" in output, "gdb on a core: reset is refused", output)
     # gdb's own libthread_db still names the threads after ours ran.
     check(len(re.findall(r"^[* ] +\d+ +Thread 0x[0-9a-f]+ \(LWP \d+\)", output, re.M)) == 5,
           "gdb's thread list (its libthread_db) was disturbed", output)
@@ -208,10 +209,15 @@ def scenario_attached(args, work):
 
 def scenario_started(args, work):
     output = gdb(args, [args.parked], [
+        "info thread-stats",
         "set startup-with-shell off",
         "set environment LD_PRELOAD " + args.shim,
         "set environment TDSTAT_ENABLE 1",
-        "break parked_ready", "run", "info thread-stats", "kill"])
+        "starti", "info thread-stats",
+        "break parked_ready", "continue", "info thread-stats", "kill"])
+    check("tdstat: no process" in output, "no inferior yet: say so", output)
+    # At the first instruction the dynamic linker has not loaded the shim.
+    check("has not loaded libtdshim.so" in output, "before the shim is loaded: say so", output)
     threads, kinds = gdb_stats(output)
     check_parked(threads, kinds, output)
 
