@@ -120,9 +120,11 @@ def gdb_stats(output):
     return int(match.group(1)), kinds
 
 
-def check_parked(threads, kinds, output):
+def check_parked(threads, kinds, output, scale=1.0):
+    """scale < 1 where the window also holds a slow start under gdb."""
     check(threads == 5, "expected the parked program's 5 threads, got %d" % threads, output)
     for kind, least in KINDS.items():
+        least *= scale
         check(kinds.get(kind, 0.0) >= least, "expected %s >= %.2f, got %s" % (kind, least, kinds), output)
     check(sum(kinds.values()) <= 5.01, "more idle threads than threads: %s" % kinds, output)
 
@@ -219,7 +221,9 @@ def scenario_started(args, work):
     # At the first instruction the dynamic linker has not loaded the shim.
     check("has not loaded libtdshim.so" in output, "before the shim is loaded: say so", output)
     threads, kinds = gdb_stats(output)
-    check_parked(threads, kinds, output)
+    # The window began at exec: it holds the start under gdb (slow on a
+    # loaded machine) before the threads parked.
+    check_parked(threads, kinds, output, scale=0.1)
 
 
 def tdstat_json(args, pid):
