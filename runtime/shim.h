@@ -55,10 +55,24 @@ struct tdshim_thread {
 };
 extern __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
 
-/* Real functions, resolved once (runtime/real.c). */
+/* Real functions, resolved once (runtime/region.c). */
 #define TDSHIM_REAL_FUNCTION(ret, name, params, version) extern ret(*tdshim_real_##name) params;
 #include "real.def"
 #undef TDSHIM_REAL_FUNCTION
+
+/* The wait kind each waiting call records, from the table of calls
+ * (runtime/calls.def): TDSHIM_KIND(pthread_mutex_lock) is
+ * TDSTAT_WAIT_MUTEX.  A call with no wait kind has no constant. */
+enum tdshim_call_kind {
+#define TDSHIM_CALL_GROUP(id, title)
+#define TDSHIM_CALL(name, group, real, ret, params)
+#define TDSHIM_WAIT_CALL(name, kind, group, real, ret, params) tdshim_kind_##name = TDSTAT_WAIT_##kind,
+#include "calls.def"
+#undef TDSHIM_WAIT_CALL
+#undef TDSHIM_CALL
+#undef TDSHIM_CALL_GROUP
+};
+#define TDSHIM_KIND(call) tdshim_kind_##call
 
 /* glibc's _FORTIFY_SOURCE entry points, which programs built with it call
  * instead of read, recv, recvfrom, poll and ppoll.  <*.h> declare them only

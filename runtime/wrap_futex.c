@@ -63,13 +63,13 @@ __attribute__((noinline)) static long futex_wait_call(long a1, long a2, long a3,
 	const struct timespec *timeout = (const struct timespec *)a4;
 
 	/* A requeue-PI waiter is woken on the PI futex (a5). */
-	TDSHIM_WAIT_SCOPE_FULL(TDSTAT_WAIT_FUTEX, a1, command == FUTEX_WAIT_REQUEUE_PI ? (const void *)a5 : NULL,
+	TDSHIM_WAIT_SCOPE_FULL(TDSHIM_KIND(syscall), a1, command == FUTEX_WAIT_REQUEUE_PI ? (const void *)a5 : NULL,
 			       site);
 	long result = tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
 	int error = result == -1 ? *tdshim_errno() : 0;
 
 	/* The word had changed already: the call never slept, its time was
-	 * on a CPU (SPEC §2: a call that does not wait is no wait). */
+	 * on a CPU (docs/CONTRACT.md §2: a call that does not wait is no wait). */
 	tdshim_scope_.never_slept = error == EAGAIN;
 	/* The timeout, read only once the kernel read it (it expired): an
 	 * unreadable one gets the kernel's EFAULT, never a fault here.
@@ -92,7 +92,7 @@ __attribute__((noinline)) static long futex_wait_call(long a1, long a2, long a3,
 __attribute__((noinline)) static long futex_waitv_call(long a1, long a2, long a3, long a4, long a5, long a6,
 						       const void *site)
 {
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_FUTEX, a1, site);
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(syscall), a1, site);
 	return tdshim_real_syscall(SYS_futex_waitv, a1, a2, a3, a4, a5, a6);
 }
 

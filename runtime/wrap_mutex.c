@@ -40,7 +40,7 @@ __attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mut
 		/* One scope per sleep: a waiter woken only to find the lock
 		 * taken again runs (RUNNABLE) between two sleeps. */
 		do {
-			TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_MUTEX, mutex, site);
+			TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_mutex_lock), mutex, site);
 			tdshim_futex(word, FUTEX_WAIT_PRIVATE, 2, NULL);
 		} while (uatomic_xchg(word, 2) != 0);
 	}
@@ -123,7 +123,7 @@ __attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex, con
 	int error = pthread_mutex_trylock(mutex);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_MUTEX, mutex, site);
+	TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_mutex_lock), mutex, site);
 	return tdshim_real_pthread_mutex_lock(mutex);
 }
 
@@ -146,7 +146,7 @@ TDSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct t
 	int error = pthread_mutex_trylock(mutex);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_MUTEX, mutex);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_mutex_timedlock), mutex);
 	return tdshim_real_pthread_mutex_timedlock(mutex, abstime);
 }
 
@@ -159,7 +159,7 @@ TDSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t cloc
 	int error = pthread_mutex_trylock(mutex);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_MUTEX, mutex);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_mutex_clocklock), mutex);
 	return tdshim_real_pthread_mutex_clocklock(mutex, clock, abstime);
 }
 

@@ -25,7 +25,7 @@ TDSHIM_EXPORT int poll(struct pollfd *fds, nfds_t count, int timeout_ms)
 	int ready = tdshim_real_poll(fds, count, 0);
 	if (ready != 0)
 		return ready;
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, count ? fds[0].fd : -1, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(poll), count ? fds[0].fd : -1, TDSHIM_CALL_SITE());
 	if (timeout_ms > 0)
 		tdshim_scope_.deadline_ns = tdshim_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	ready = tdshim_real_poll(fds, count, timeout_ms);
@@ -50,7 +50,7 @@ TDSHIM_EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec 
 	int ready = tdshim_real_ppoll(fds, count, &zero_timespec, mask);
 	if (ready != 0)
 		return ready;
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, count ? fds[0].fd : -1, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(ppoll), count ? fds[0].fd : -1, TDSHIM_CALL_SITE());
 	tdshim_scope_.deadline_ns = tdshim_deadline_after(timeout);
 	ready = tdshim_real_ppoll(fds, count, timeout, mask);
 	tdshim_scope_.timed_out = ready == 0;
@@ -163,7 +163,7 @@ TDSHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timev
 			subtract_elapsed(timeout, tdshim_now_ns() - start_ns);
 		return ready;
 	}
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, nfds, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(select), nfds, TDSHIM_CALL_SITE());
 	return tdshim_real_select(nfds, r, w, e, timeout);
 }
 
@@ -176,7 +176,7 @@ TDSHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struc
 	int ready = try_select(nfds, r, w, e, mask, true);
 	if (ready > 0 || ready == -1)
 		return ready;
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, nfds, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(pselect), nfds, TDSHIM_CALL_SITE());
 	return tdshim_real_pselect(nfds, r, w, e, timeout, mask);
 }
 
@@ -188,7 +188,7 @@ TDSHIM_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max_event
 	int ready = tdshim_real_epoll_wait(epfd, events, max_events, 0);
 	if (ready != 0)
 		return ready;
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, epfd, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(epoll_wait), epfd, TDSHIM_CALL_SITE());
 	if (timeout_ms > 0)
 		tdshim_scope_.deadline_ns = tdshim_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	ready = tdshim_real_epoll_wait(epfd, events, max_events, timeout_ms);
@@ -205,7 +205,7 @@ TDSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max_even
 	int ready = tdshim_real_epoll_pwait(epfd, events, max_events, 0, mask);
 	if (ready != 0)
 		return ready;
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, epfd, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(epoll_pwait), epfd, TDSHIM_CALL_SITE());
 	if (timeout_ms > 0)
 		tdshim_scope_.deadline_ns = tdshim_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	ready = tdshim_real_epoll_pwait(epfd, events, max_events, timeout_ms, mask);
@@ -230,7 +230,7 @@ TDSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max_eve
 	int ready = tdshim_real_epoll_pwait2(epfd, events, max_events, &zero_timespec, mask);
 	if (ready != 0)
 		return ready;
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, epfd, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(epoll_pwait2), epfd, TDSHIM_CALL_SITE());
 	tdshim_scope_.deadline_ns = tdshim_deadline_after(timeout);
 	ready = tdshim_real_epoll_pwait2(epfd, events, max_events, timeout, mask);
 	tdshim_scope_.timed_out = ready == 0;

@@ -78,7 +78,7 @@ static ssize_t finish_file_read(int fd, const struct iovec *iov, int count, size
 
 	TDSHIM_SAVE_ERRNO();
 	{
-		TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, NULL);
+		TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(readv), fd, NULL);
 		while (i < count) {
 			size_t wanted = 0;
 			int n = 0;
@@ -143,7 +143,7 @@ __attribute__((noinline)) static ssize_t tracked_readv(int fd, const struct iove
 	case TRY_WOULD_WAIT:
 		break;
 	}
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, site);
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(readv), fd, site);
 	return tdshim_real_readv(fd, iov, count);
 }
 
@@ -171,7 +171,7 @@ __attribute__((noinline)) static ssize_t tracked_read(int fd, void *buffer, size
 	case TRY_WOULD_WAIT:
 		break;
 	}
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, site);
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(read), fd, site);
 	return tdshim_real_read(fd, buffer, size);
 }
 
@@ -215,19 +215,19 @@ static bool receive_would_wait(int fd, int flags)
 	return would_wait;
 }
 
-#define RECEIVE_BODY(call, fd, flags)                                             \
+#define RECEIVE_BODY(name, call, fd, flags)                                       \
 	do {                                                                      \
 		if (caa_likely(!tdshim_track_reads) || !tdshim_real_poll ||        \
 		    !receive_would_wait(fd, flags))                                \
 			return call;                                               \
-		TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, TDSHIM_CALL_SITE());  \
+		TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(name), fd, TDSHIM_CALL_SITE()); \
 		return call;                                                       \
 	} while (0)
 
 TDSHIM_EXPORT ssize_t recv(int fd, void *buffer, size_t size, int flags)
 {
 	TDSHIM_REQUIRE_LIBC(recv);
-	RECEIVE_BODY(tdshim_real_recv(fd, buffer, size, flags), fd, flags);
+	RECEIVE_BODY(recv, tdshim_real_recv(fd, buffer, size, flags), fd, flags);
 }
 
 TDSHIM_EXPORT ssize_t __recv_chk(int fd, void *buffer, size_t size, size_t buffer_size, int flags)
@@ -242,7 +242,7 @@ TDSHIM_EXPORT ssize_t recvfrom(int fd, void *buffer, size_t size, int flags, str
 			       socklen_t *from_size)
 {
 	TDSHIM_REQUIRE_LIBC(recvfrom);
-	RECEIVE_BODY(tdshim_real_recvfrom(fd, buffer, size, flags, from, from_size), fd, flags);
+	RECEIVE_BODY(recvfrom, tdshim_real_recvfrom(fd, buffer, size, flags, from, from_size), fd, flags);
 }
 
 TDSHIM_EXPORT ssize_t __recvfrom_chk(int fd, void *buffer, size_t size, size_t buffer_size, int flags,
@@ -257,7 +257,7 @@ TDSHIM_EXPORT ssize_t __recvfrom_chk(int fd, void *buffer, size_t size, size_t b
 TDSHIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *message, int flags)
 {
 	TDSHIM_REQUIRE_LIBC(recvmsg);
-	RECEIVE_BODY(tdshim_real_recvmsg(fd, message, flags), fd, flags);
+	RECEIVE_BODY(recvmsg, tdshim_real_recvmsg(fd, message, flags), fd, flags);
 }
 
 static bool accept_would_wait(int fd)
@@ -276,7 +276,7 @@ TDSHIM_EXPORT int accept(int fd, struct sockaddr *address, socklen_t *address_si
 	TDSHIM_REQUIRE_LIBC(poll);
 	if (!accept_would_wait(fd))
 		return tdshim_real_accept(fd, address, address_size);
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(accept), fd, TDSHIM_CALL_SITE());
 	return tdshim_real_accept(fd, address, address_size);
 }
 
@@ -286,6 +286,6 @@ TDSHIM_EXPORT int accept4(int fd, struct sockaddr *address, socklen_t *address_s
 	TDSHIM_REQUIRE_LIBC(poll);
 	if (!accept_would_wait(fd))
 		return tdshim_real_accept4(fd, address, address_size, flags);
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_IO, fd, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(accept4), fd, TDSHIM_CALL_SITE());
 	return tdshim_real_accept4(fd, address, address_size, flags);
 }

@@ -34,7 +34,7 @@ TDSHIM_EXPORT int sigwait(const sigset_t *set, int *signal_number)
 	case -1:
 		return tdshim_real_sigwait(set, signal_number);
 	}
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SIGNAL, 0, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(sigwait), 0, TDSHIM_CALL_SITE());
 	return tdshim_real_sigwait(set, signal_number);
 }
 
@@ -49,7 +49,7 @@ TDSHIM_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 	case -1:
 		return tdshim_real_sigwaitinfo(set, info);
 	}
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SIGNAL, 0, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(sigwaitinfo), 0, TDSHIM_CALL_SITE());
 	return tdshim_real_sigwaitinfo(set, info);
 }
 
@@ -72,20 +72,20 @@ TDSHIM_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struc
 	case -1:
 		return tdshim_real_sigtimedwait(set, info, timeout);
 	}
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SIGNAL, 0, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(sigtimedwait), 0, TDSHIM_CALL_SITE());
 	return tdshim_real_sigtimedwait(set, info, timeout);
 }
 
 TDSHIM_EXPORT int sigsuspend(const sigset_t *mask)
 {
 	TDSHIM_REQUIRE_LIBC(sigsuspend);
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SIGNAL, 0, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(sigsuspend), 0, TDSHIM_CALL_SITE());
 	return tdshim_real_sigsuspend(mask);
 }
 
 TDSHIM_EXPORT int pause(void)
 {
 	TDSHIM_REQUIRE_LIBC(pause);
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SIGNAL, 0, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(pause), 0, TDSHIM_CALL_SITE());
 	return tdshim_real_pause();
 }

@@ -14,7 +14,7 @@ TDSHIM_EXPORT unsigned int sleep(unsigned int seconds)
 	if (seconds == 0)
 		return tdshim_real_sleep(seconds);
 	struct timespec duration = { .tv_sec = seconds };
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SLEEP, 0, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(sleep), 0, TDSHIM_CALL_SITE());
 	tdshim_scope_.deadline_ns = tdshim_deadline_after(&duration);
 	return tdshim_real_sleep(seconds);
 }
@@ -25,7 +25,7 @@ TDSHIM_EXPORT int usleep(useconds_t microseconds)
 	if (microseconds == 0)
 		return tdshim_real_usleep(microseconds);
 	struct timespec duration = { .tv_sec = microseconds / 1000000, .tv_nsec = (long)(microseconds % 1000000) * 1000 };
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SLEEP, 0, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(usleep), 0, TDSHIM_CALL_SITE());
 	tdshim_scope_.deadline_ns = tdshim_deadline_after(&duration);
 	return tdshim_real_usleep(microseconds);
 }
@@ -38,7 +38,7 @@ TDSHIM_EXPORT int usleep(useconds_t microseconds)
 TDSHIM_EXPORT int nanosleep(const struct timespec *duration, struct timespec *remaining)
 {
 	TDSHIM_REQUIRE_LIBC(nanosleep);
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SLEEP, 0, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(nanosleep), 0, TDSHIM_CALL_SITE());
 	int result = tdshim_real_nanosleep(duration, remaining);
 	if (result == 0)
 		tdshim_scope_.timeout_ns = tdshim_timespec_ns(duration);
@@ -49,7 +49,7 @@ TDSHIM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct times
 				  struct timespec *remaining)
 {
 	TDSHIM_REQUIRE_PTHREAD(clock_nanosleep);
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_SLEEP, 0, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(clock_nanosleep), 0, TDSHIM_CALL_SITE());
 	int error = tdshim_real_clock_nanosleep(clock, flags, request, remaining);
 	/* Only the clocks that tick with time have a deadline, read once
 	 * the call has read it (as nanosleep). */

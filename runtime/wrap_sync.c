@@ -57,7 +57,7 @@ __attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *lock, const v
 	if (error != EBUSY)
 		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_rdlock);
-	TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_RWLOCK, lock, site);
+	TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_rwlock_rdlock), lock, site);
 	return tdshim_real_pthread_rwlock_rdlock(lock);
 }
 
@@ -71,7 +71,7 @@ TDSHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *lock)
 __attribute__((noinline)) static int wrlock_wait(pthread_rwlock_t *lock, const void *site)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_wrlock);
-	TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_RWLOCK, lock, site);
+	TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_rwlock_wrlock), lock, site);
 	return tdshim_real_pthread_rwlock_wrlock(lock);
 }
 
@@ -92,7 +92,7 @@ TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struc
 	int error = pthread_rwlock_tryrdlock(lock);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_RWLOCK, lock);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_rwlock_timedrdlock), lock);
 	return tdshim_real_pthread_rwlock_timedrdlock(lock, abstime);
 }
 
@@ -104,7 +104,7 @@ TDSHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *lock, const struc
 	int error = pthread_rwlock_trywrlock(lock);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_RWLOCK, lock);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_rwlock_timedwrlock), lock);
 	return tdshim_real_pthread_rwlock_timedwrlock(lock, abstime);
 }
 
@@ -117,7 +117,7 @@ TDSHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *lock, clockid_t c
 	int error = pthread_rwlock_tryrdlock(lock);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_RWLOCK, lock);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_rwlock_clockrdlock), lock);
 	return tdshim_real_pthread_rwlock_clockrdlock(lock, clock, abstime);
 }
 
@@ -130,7 +130,7 @@ TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t c
 	int error = pthread_rwlock_trywrlock(lock);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_RWLOCK, lock);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_rwlock_clockwrlock), lock);
 	return tdshim_real_pthread_rwlock_clockwrlock(lock, clock, abstime);
 }
 
@@ -176,7 +176,7 @@ TDSHIM_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_wait);
 	stamp_mutex_waiter(mutex);
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_COND, cond);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_wait), cond);
 	int error = tdshim_real_pthread_cond_wait(cond, mutex);
 	return error;
 }
@@ -186,7 +186,7 @@ TDSHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_timedwait);
 	stamp_mutex_waiter(mutex);
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_COND, cond);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_timedwait), cond);
 	int error = tdshim_real_pthread_cond_timedwait(cond, mutex, abstime);
 	if (error == ETIMEDOUT) {
 		tdshim_scope_.deadline_ns = tdshim_deadline_at(cond_clock(cond), abstime);
@@ -200,7 +200,7 @@ TDSHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_clockwait);
 	stamp_mutex_waiter(mutex);
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_COND, cond);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_clockwait), cond);
 	int error = tdshim_real_pthread_cond_clockwait(cond, mutex, clock, abstime);
 	if (error == ETIMEDOUT) {
 		tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, abstime);
@@ -249,7 +249,7 @@ TDSHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *barrier)
 
 	TDSHIM_REQUIRE_PTHREAD(pthread_barrier_wait);
 	{
-		TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_BARRIER, barrier);
+		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_barrier_wait), barrier);
 		result = tdshim_real_pthread_barrier_wait(barrier);
 	}
 	tdshim_wake_stamp_if_gathering(barrier);
@@ -260,7 +260,7 @@ TDSHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *barrier)
 static int join_passed_through(pthread_t thread, void **result)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_join);
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_JOIN, thread);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_join), thread);
 	return tdshim_real_pthread_join(thread, result);
 }
 
@@ -273,7 +273,7 @@ TDSHIM_EXPORT int pthread_join(pthread_t thread, void **result)
 	if (error != EBUSY)
 		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_join);
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_JOIN, thread);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_join), thread);
 	return tdshim_real_pthread_join(thread, result);
 }
 
@@ -284,7 +284,7 @@ TDSHIM_EXPORT int pthread_timedjoin_np(pthread_t thread, void **result, const st
 	if (error != EBUSY)
 		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_timedjoin_np);
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_JOIN, thread);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_timedjoin_np), thread);
 	return tdshim_real_pthread_timedjoin_np(thread, result, abstime);
 }
 
@@ -297,7 +297,7 @@ TDSHIM_EXPORT int pthread_clockjoin_np(pthread_t thread, void **result, clockid_
 	int error = pthread_tryjoin_np(thread, result);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_JOIN, thread);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_clockjoin_np), thread);
 	return tdshim_real_pthread_clockjoin_np(thread, result, clock, abstime);
 }
 
@@ -402,7 +402,7 @@ static int sem_wait_passed_through(sem_t *semaphore, const void *site)
 	TDSHIM_REQUIRE_LIBC(sem_wait);
 	if (sem_getvalue(semaphore, &value) == 0 && value > 0)
 		return tdshim_real_sem_wait(semaphore);
-	TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_SEM, semaphore, site);
+	TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(sem_wait), semaphore, site);
 	return tdshim_real_sem_wait(semaphore);
 }
 
@@ -415,7 +415,7 @@ __attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, const void 
 	if (!sem_would_wait(semaphore, &result, true))
 		return result;
 	TDSHIM_REQUIRE_LIBC(sem_wait);
-	TDSHIM_WAIT_SCOPE_AT(TDSTAT_WAIT_SEM, semaphore, site);
+	TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(sem_wait), semaphore, site);
 	return tdshim_real_sem_wait(semaphore);
 }
 
@@ -436,7 +436,7 @@ TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime
 		return tdshim_real_sem_timedwait(semaphore, abstime);
 	if (!sem_would_wait(semaphore, &result, true))
 		return result;
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_SEM, semaphore);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(sem_timedwait), semaphore);
 	result = tdshim_real_sem_timedwait(semaphore, abstime);
 	if (result != 0 && *tdshim_errno() == ETIMEDOUT) {
 		tdshim_scope_.deadline_ns = tdshim_deadline_at(CLOCK_REALTIME, abstime);
@@ -454,7 +454,7 @@ TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct 
 		return tdshim_real_sem_clockwait(semaphore, clock, abstime);
 	if (!sem_would_wait(semaphore, &result, false))
 		return result;
-	TDSHIM_WAIT_SCOPE(TDSTAT_WAIT_SEM, semaphore);
+	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(sem_clockwait), semaphore);
 	result = tdshim_real_sem_clockwait(semaphore, clock, abstime);
 	if (result != 0 && *tdshim_errno() == ETIMEDOUT) {
 		tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, abstime);

@@ -15,7 +15,7 @@ TDSHIM_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
 	pid_t found = tdshim_real_waitpid(pid, status, options | WNOHANG);
 	if (found != 0)
 		return found;
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_CHILD, pid, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(waitpid), pid, TDSHIM_CALL_SITE());
 	return tdshim_real_waitpid(pid, status, options);
 }
 
@@ -32,7 +32,7 @@ TDSHIM_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *us
 	pid_t found = tdshim_real_wait4(pid, status, options | WNOHANG, usage);
 	if (found != 0)
 		return found;
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_CHILD, pid, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(wait4), pid, TDSHIM_CALL_SITE());
 	return tdshim_real_wait4(pid, status, options, usage);
 }
 
@@ -58,6 +58,6 @@ TDSHIM_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 			*info = found;
 		return 0;
 	}
-	TDSHIM_WAIT_SCOPE_LABEL(TDSTAT_WAIT_CHILD, id, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(waitid), id, TDSHIM_CALL_SITE());
 	return tdshim_real_waitid(type, id, info, options);
 }

@@ -51,15 +51,17 @@ static bool record_layout_valid(const struct tdstat_layout *layout, uint32_t rec
 	    !field_inside(layout->record_copies, 2 * copy, record_size) ||
 	    !field_inside(layout->detail_copies, 2 * detail, detail_size))
 		return false;
-#define CHECK_COPY_FIELD(type, name) \
-	if (!field_inside(layout->name, sizeof(type), copy)) \
+#define CHECK_COPY_FIELD(type, name, dims) \
+	if (!field_inside(layout->name, TDSTAT_FIELD_SIZE(type, dims), copy)) \
+		return false;
+#define CHECK_DETAIL_FIELD(type, name, dims) \
+	if (!field_inside(layout->name, TDSTAT_FIELD_SIZE(type, dims), detail)) \
 		return false;
 	TDSTAT_RECORD_COPY_FIELDS(CHECK_COPY_FIELD)
+	TDSTAT_DETAIL_COPY_FIELDS(CHECK_DETAIL_FIELD)
+#undef CHECK_DETAIL_FIELD
 #undef CHECK_COPY_FIELD
-	return field_inside(layout->object, sizeof(uint64_t), detail) &&
-	       field_inside(layout->site, sizeof(uint64_t), detail) &&
-	       field_inside(layout->woken_ns, sizeof(uint64_t), detail) &&
-	       field_inside(layout->acc_idle_ns, TDSTAT_WAIT_KIND_COUNT * sizeof(uint64_t), detail);
+	return true;
 }
 
 td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, struct tddb_geometry *geometry)
@@ -232,41 +234,62 @@ struct record_ends {
 	uint64_t reader_now;
 };
 
+/* A published copy, decoded field by field where the layout puts each
+ * (region.h's lists). */
+static void record_copy_decode(const struct tdstat_layout *layout, const unsigned char *bytes,
+			       struct tdstat_record_copy *copy)
+{
+#define DECODE_FIELD(type, name, dims) memcpy(&copy->name, bytes + layout->name, TDSTAT_FIELD_SIZE(type, dims));
+	TDSTAT_RECORD_COPY_FIELDS(DECODE_FIELD)
+#undef DECODE_FIELD
+}
+
+static void detail_copy_decode(const struct tdstat_layout *layout, const unsigned char *bytes,
+			       struct tdstat_detail_copy *copy)
+{
+#define DECODE_FIELD(type, name, dims) memcpy(&copy->name, bytes + layout->name, TDSTAT_FIELD_SIZE(type, dims));
+	TDSTAT_DETAIL_COPY_FIELDS(DECODE_FIELD)
+#undef DECODE_FIELD
+}
+
 static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct record_bytes *bytes,
 			      const struct record_ends *window, struct tddb_thread *thread)
 {
 	const struct tdstat_layout *layout = &geometry->layout;
-	const unsigned char *copy = published_copy(geometry, bytes->record);
-	uint64_t epoch = u64_at(copy, layout->epoch_ns);
+	struct tdstat_record_copy copy;
 	uint64_t pending = u64_at(bytes->record, layout->record_pending);
 	uint64_t length = window->read_end > window->start ? window->read_end - window->start : 0;
 	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT] = { 0 };
-	bool current = epoch == window->start;
+	bool current;
 
-	thread->state = u32_at(copy, layout->state);
-	thread->kind = u32_at(copy, layout->kind);
-	thread->tid = (int32_t)u32_at(copy, layout->tid);
-	thread->generation = u32_at(copy, layout->generation);
-	thread->since_ns = u64_at(copy, layout->since_ns);
+	record_copy_decode(layout, published_copy(geometry, bytes->record), &copy);
+	current = copy.epoch_ns == window->start;
+	thread->state = copy.state;
+	thread->kind = copy.kind;
+	thread->tid = copy.tid;
+	thread->generation = copy.generation;
+	thread->since_ns = copy.since_ns;
 	thread->detail = bytes->detail != NULL;
 	if (thread->state > TDSTAT_STATE_BLOCKED)
 		return TD_DBERR;
 	if (thread->state == TDSTAT_STATE_BLOCKED && thread->kind >= TDSTAT_WAIT_KIND_COUNT)
 		return TD_DBERR;
 	if (bytes->detail) {
-		const unsigned char *detail = bytes->detail + layout->detail_copies +
-					      (record_seq(geometry, bytes->record) & 1u) * layout->detail_copy_size;
+		struct tdstat_detail_copy detail;
 
-		thread->object = u64_at(detail, layout->object);
-		thread->site = u64_at(detail, layout->site);
-		thread->woken_ns = u64_at(detail, layout->woken_ns);
+		detail_copy_decode(layout, bytes->detail + layout->detail_copies +
+					   (record_seq(geometry, bytes->record) & 1u) * layout->detail_copy_size,
+				   &detail);
+		thread->object = detail.object;
+		thread->site = detail.site;
+		thread->woken_ns = detail.woken_ns;
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			acc_idle[k] = current ? u64_at(detail, layout->acc_idle_ns + k * sizeof(uint64_t)) : 0;
+			acc_idle[k] = current ? detail.acc_idle_ns[k] : 0;
 	}
 
 	/* Closed intervals lie inside the window: clamp hostile values. */
-	acc_tracked = current ? tddb_min_u64(u64_at(copy, layout->acc_tracked_ns), length) : 0;
-	acc_runnable = current ? tddb_min_u64(u64_at(copy, layout->acc_runnable_ns), acc_tracked) : 0;
+	acc_tracked = current ? tddb_min_u64(copy.acc_tracked_ns, length) : 0;
+	acc_runnable = current ? tddb_min_u64(copy.acc_runnable_ns, acc_tracked) : 0;
 	thread->tracked_ns = acc_tracked;
 	thread->runnable_ns = acc_runnable;
 	memset(thread->idle_ns, 0, sizeof(thread->idle_ns));

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * From a snapshot to the numbers of SPEC §2: the 64-bit integrals and the
+ * From a snapshot to the numbers of docs/CONTRACT.md §2: the 64-bit integrals and the
  * integer fractions of td_ta_stats_t.
  */
 #include <limits.h>
@@ -84,7 +84,7 @@ static uint64_t fraction_numerator(uint64_t integral, uint64_t denominator, uint
 }
 
 /*
- * SPEC §2: one denominator D = max(1, |W| in µs), halved while any
+ * docs/CONTRACT.md §2: one denominator D = max(1, |W| in µs), halved while any
  * numerator (or D itself, an int too) would exceed INT_MAX; each numerator
  * is floor(integral * D / |W|), except nidle = nlwps - nrunnable.  Since
  * running <= runnable <= tracked, the numerators keep that order.

@@ -2,7 +2,7 @@
 #include "thread_db_private.h"
 
 /* Enabling starts a new window even when gathering is already on;
- * disabling freezes the averages (SPEC §3). */
+ * disabling freezes the averages (docs/CONTRACT.md §3). */
 TDDB_EXPORT td_err_e td_ta_enable_stats(const td_thragent_t *ta, int enable)
 {
 	struct td_thragent *agent;

@@ -73,7 +73,7 @@ enum tdstat_thread_state {
 };
 
 /*
- * Wait kinds, the keys of every per-kind figure (SPEC §2).  One list,
+ * Wait kinds, the keys of every per-kind figure (docs/CONTRACT.md §2).  One list,
  * expanded wherever kinds are needed: X(ENUM_SUFFIX, name).
  */
 #define TDSTAT_WAIT_KINDS(X)            \
@@ -140,25 +140,35 @@ enum tdstat_wait_kind {
  * vDSO clock source) publishes a larger one in header.stall_ns. */
 #define TDSTAT_STALL_NS UINT64_C(1000)
 
-/* One copy of a record's state: 48 bytes.  X(type, name). */
+/*
+ * The fields of a record's copies, listed once: X(type, name, dims), dims
+ * empty or an array's [count].  From these lists come the structs, the
+ * layout table (an offset for every field, in this order) and its
+ * description, the reader's check that every field fits in the copy the
+ * layout describes, and the tests' pinned offsets.  A minor version
+ * appends to a list (and the layout table grows with it).
+ */
+/* One copy of a record's state: 48 bytes. */
 #define TDSTAT_RECORD_COPY_FIELDS(X)    \
-	X(uint32_t, state)              \
-	X(uint32_t, kind)               \
-	X(int32_t, tid)                 \
-	X(uint32_t, generation)         \
-	X(uint64_t, epoch_ns)           \
-	X(uint64_t, since_ns)           \
-	X(uint64_t, acc_tracked_ns)     \
-	X(uint64_t, acc_runnable_ns)
+	X(uint32_t, state, )            \
+	X(uint32_t, kind, )             \
+	X(int32_t, tid, )               \
+	X(uint32_t, generation, )       \
+	X(uint64_t, epoch_ns, )         \
+	X(uint64_t, since_ns, )         \
+	X(uint64_t, acc_tracked_ns, )   \
+	X(uint64_t, acc_runnable_ns, )
 
-/* One copy of a record's detail: 128 bytes.  X(type, name). */
+/* One copy of a record's detail: 128 bytes. */
 #define TDSTAT_DETAIL_COPY_FIELDS(X)    \
-	X(uint64_t, object)             \
-	X(uint64_t, site)               \
-	X(uint64_t, woken_ns)           \
-	X(uint64_t, acc_idle_ns[TDSTAT_WAIT_KIND_COUNT])
+	X(uint64_t, object, )           \
+	X(uint64_t, site, )             \
+	X(uint64_t, woken_ns, )         \
+	X(uint64_t, acc_idle_ns, [TDSTAT_WAIT_KIND_COUNT])
 
-#define TDSTAT_FIELD_DECLARE(type, name) type name;
+#define TDSTAT_FIELD_DECLARE(type, name, dims) type name dims;
+/* The size of a field of a list: sizeof(type dims). */
+#define TDSTAT_FIELD_SIZE(type, dims) sizeof(type dims)
 
 /* state: enum tdstat_thread_state.  kind: enum tdstat_wait_kind of the
  * current wait (BLOCKED only).  tid: kernel thread id, 0 until the thread
@@ -248,10 +258,12 @@ struct tdstat_layout {
 	uint16_t record_copy_size;   /* sizeof(struct tdstat_record_copy) */
 	uint16_t detail_copies;      /* offset of copy[0] in a detail */
 	uint16_t detail_copy_size;   /* sizeof(struct tdstat_detail_copy) */
+#define TDSTAT_LAYOUT_DECLARE(type, name, dims) uint16_t name;
 	/* offsets inside a record copy */
-	uint16_t state, kind, tid, generation, epoch_ns, since_ns, acc_tracked_ns, acc_runnable_ns;
+	TDSTAT_RECORD_COPY_FIELDS(TDSTAT_LAYOUT_DECLARE)
 	/* offsets inside a detail copy */
-	uint16_t object, site, woken_ns, acc_idle_ns;
+	TDSTAT_DETAIL_COPY_FIELDS(TDSTAT_LAYOUT_DECLARE)
+#undef TDSTAT_LAYOUT_DECLARE
 	uint16_t kind_count;         /* entries in acc_idle_ns */
 	uint16_t reserved[3];
 };
@@ -314,13 +326,12 @@ static inline void tdstat_region_header_describe(struct tdstat_region_header *he
 		.record_copy_size = sizeof(struct tdstat_record_copy),
 		.detail_copies = offsetof(struct tdstat_detail, copy),
 		.detail_copy_size = sizeof(struct tdstat_detail_copy),
-#define TDSTAT_LAYOUT_COPY(type, name) .name = offsetof(struct tdstat_record_copy, name),
+#define TDSTAT_LAYOUT_COPY(type, name, dims) .name = offsetof(struct tdstat_record_copy, name),
 		TDSTAT_RECORD_COPY_FIELDS(TDSTAT_LAYOUT_COPY)
 #undef TDSTAT_LAYOUT_COPY
-		.object = offsetof(struct tdstat_detail_copy, object),
-		.site = offsetof(struct tdstat_detail_copy, site),
-		.woken_ns = offsetof(struct tdstat_detail_copy, woken_ns),
-		.acc_idle_ns = offsetof(struct tdstat_detail_copy, acc_idle_ns),
+#define TDSTAT_LAYOUT_DETAIL(type, name, dims) .name = offsetof(struct tdstat_detail_copy, name),
+		TDSTAT_DETAIL_COPY_FIELDS(TDSTAT_LAYOUT_DETAIL)
+#undef TDSTAT_LAYOUT_DETAIL
 		.kind_count = TDSTAT_WAIT_KIND_COUNT,
 	};
 }

@@ -2,7 +2,7 @@
 /*
  * tdstat core: the statistics a process had when it was dumped, read
  * through libc_db from a core file with libtdstat_core as the
- * proc_service provider (SPEC §8).
+ * proc_service provider (docs/DESIGN.md, "Core files and gdb").
  *
  * The window ends at the dump.  A core holds no clock reading, so the
  * agent ends it at the latest moment the records prove (ps_image.h):
@@ -13,7 +13,7 @@
  * libtdstat_core is linked before libtdstat_ps: its ps_* routines serve
  * its handles and pass every other to the live provider (ps_core.h).
  */
-#include "tdstat.h"
+#include "format.h"
 
 #include <errno.h>
 #include <string.h>
@@ -63,8 +63,10 @@ static void explain_agent(td_err_e err, struct ps_prochandle *core, const struct
 	}
 }
 
-static void print_text(const struct tdstat_core_options *options, const struct tdcore_process *process,
-		       const td_ta_stats_ns_t *stats, const struct tdstat_interval *interval)
+/* Text only: what the core is, before the usual header and row (the
+ * other formats are read by programs, which expect their lines alone). */
+static void describe(const struct tdstat_core_options *options, const struct tdcore_process *process,
+		     const td_ta_stats_ns_t *stats, const struct tdstat_interval *interval)
 {
 	printf("core %s: process %d (%s), %zu threads in the core", options->core_path, (int)process->pid,
 	       process->command, process->threads);
@@ -78,8 +80,21 @@ static void print_text(const struct tdstat_core_options *options, const struct t
 	if (!stats->enabled)
 		printf("gathering was off at the dump: the window ends when it was turned off\n");
 	printf("window: %.3f s, ending at the last moment the records prove\n", interval->window_s);
-	tdstat_report_header(stdout);
-	tdstat_report_row(stdout, interval);
+}
+
+static void print(const struct tdstat_core_options *options, const struct tdcore_process *process,
+		  const td_ta_stats_ns_t *stats, const struct tdstat_interval *interval)
+{
+	struct tdstat_output output;
+
+	tdstat_output_init(&output, options->format, stdout, TDSTAT_OUTPUT_LIVE);
+	if (output.format == &tdstat_format_text_row)
+		describe(options, process, stats, interval);
+	tdstat_output_start(&output);
+	tdstat_output_begin(&output);
+	tdstat_output_process(&output, interval);
+	tdstat_output_end(&output);
+	tdstat_output_close(&output);
 }
 
 int tdstat_core(const struct tdstat_core_options *options)
@@ -111,10 +126,9 @@ int tdstat_core(const struct tdstat_core_options *options)
 		explain_agent(err, core, &process, options->core_path);
 	} else {
 		tdstat_interval_compute(&interval, process.pid, NULL, &stats);
-		if (options->format == TDSTAT_FORMAT_JSON)
-			tdstat_report_json(stdout, &interval);
-		else
-			print_text(options, &process, &stats, &interval);
+		/* NT_PRPSINFO's name, printable ASCII already (ps_core.h). */
+		snprintf(interval.comm, sizeof(interval.comm), "%s", process.command);
+		print(options, &process, &stats, &interval);
 		result = TDSTAT_EXIT_OK;
 	}
 	if (agent)

@@ -5,7 +5,7 @@
  * The integrals only grow within a window, so the difference of two
  * snapshots is the integral over the interval between them; watching
  * therefore never needs to reset the target.  The fractions follow the
- * rule of SPEC §2 so that a row over the whole window equals what
+ * rule of docs/CONTRACT.md §2 so that a row over the whole window equals what
  * td_ta_get_stats would report, and a_concurrency <= nrunnable <= nlwps
  * holds in every row.
  */
@@ -51,7 +51,7 @@ static uint64_t numerator(uint64_t integral_ns, uint64_t denominator, uint64_t w
 	return (uint64_t)((unsigned __int128)integral_ns * denominator / window_ns);
 }
 
-/* SPEC §2: D = max(1, |W| in µs), halved while D or any numerator would
+/* docs/CONTRACT.md §2: D = max(1, |W| in µs), halved while D or any numerator would
  * exceed INT_MAX; nidle_num = nlwps_num - nrunnable_num. */
 static void fractions(struct tdstat_interval *out, const struct integrals *in)
 {
@@ -100,6 +100,7 @@ void tdstat_interval_compute(struct tdstat_interval *out, pid_t pid,
 	out->idle = average(in.lwps_ns - in.runnable_ns, in.window_ns);
 	out->window_s = (double)in.window_ns / 1e9;
 	out->untracked = -1;
+	out->totals = *to;
 	/* By kind: the growth of each kind's integral, shared out so the
 	 * kinds sum to idle exactly as the integrals do. */
 	out->has_kinds = to->kinds >= TDSTAT_WAIT_KIND_COUNT && (!from || from->kinds >= TDSTAT_WAIT_KIND_COUNT);

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tdstat: concurrency statistics of a live process (SPEC §6).
+ * tdstat: concurrency statistics of a live process (docs/CONTRACT.md §6).
  *
- *   tdstat [-i SECS] [-c COUNT] [--json] PID
+ *   tdstat [-i SECS] [-c COUNT] [--format F] PID
  *   tdstat enable|disable|reset PID
- *   tdstat run [--json] [-o FILE] -- CMD [ARG...]
+ *   tdstat run [--format F] [-o FILE] -- CMD [ARG...]
  *   tdstat core [--format F] COREFILE [EXECUTABLE]
  */
-#include "tdstat.h"
+#include "format.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -23,11 +23,16 @@
 
 enum { OPTION_JSON = 256, OPTION_FORMAT };
 
+/* Every subcommand that prints statistics takes these two. */
+#define FORMAT_LONG_OPTIONS                                        \
+	{ "format", required_argument, NULL, OPTION_FORMAT },      \
+	{ "json", no_argument, NULL, OPTION_JSON }
+
 static const char usage_text[] =
-	"Usage: tdstat [-i SECS] [-c COUNT] [--json] PID\n"
+	"Usage: tdstat [-i SECS] [-c COUNT] [--format F] PID\n"
 	"       tdstat enable|disable|reset PID\n"
-	"       tdstat run [--json] [-o FILE] -- CMD [ARG...]\n"
-	"       tdstat core [--format text|json] COREFILE [EXECUTABLE]\n"
+	"       tdstat run [--format F] [-o FILE] -- CMD [ARG...]\n"
+	"       tdstat core [--format F] COREFILE [EXECUTABLE]\n"
 	"\n"
 	"Thread-concurrency statistics (Solaris's td_ta_get_stats) of a process\n"
 	"running with libtdshim.so preloaded, read through libc_db.\n"
@@ -36,7 +41,9 @@ static const char usage_text[] =
 	"                   window so far, each later one the last interval\n"
 	"  -i, --interval SECS  seconds between lines (default 1)\n"
 	"  -c, --count COUNT    print COUNT lines, then exit (default: until ^C)\n"
-	"  --json           one JSON object per line\n"
+	"  --format F       text (default), json (one object per line), csv,\n"
+	"                   openmetrics (one exposition per line, # EOF ended)\n"
+	"  --json           the same as --format json\n"
 	"  enable PID       start a new window (gathering on)\n"
 	"  disable PID      stop gathering; the averages freeze\n"
 	"  reset PID        start a new window now\n"
@@ -105,6 +112,27 @@ static int parse_count(const char *text, long *count)
 	return 0;
 }
 
+/* --format F or --json: true when `option` was one of them, with
+ * *format set; false when it was another, or a format we do not know
+ * (*status is then the usage error). */
+static bool format_option(int option, const char *argument,
+			  const struct tdstat_format **format, int *status)
+{
+	*status = TDSTAT_EXIT_OK;
+	if (option == OPTION_JSON)
+		*format = tdstat_format_find("json");
+	else if (option != OPTION_FORMAT)
+		return false;
+	else if (!(*format = tdstat_format_find(argument))) {
+		char detail[160];
+
+		snprintf(detail, sizeof(detail), "%s (one of %s)", argument, tdstat_format_names());
+		*status = usage_error("unknown format ", detail);
+		return false;
+	}
+	return true;
+}
+
 /* Options given to a subcommand it does not take, or unknown ones. */
 static int option_error(int option, const char *argument)
 {
@@ -118,13 +146,17 @@ static int main_watch(int argc, char **argv)
 	static const struct option long_options[] = {
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, OPTION_JSON },
+		FORMAT_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tdstat_watch_options options = { .interval_s = 1.0 };
-	int option;
+	int option, status;
 
 	while ((option = getopt_long(argc, argv, "+:i:c:", long_options, NULL)) != -1) {
+		if (format_option(option, optarg, &options.format, &status))
+			continue;
+		if (status != TDSTAT_EXIT_OK)
+			return status;
 		switch (option) {
 		case 'i':
 			if (parse_interval(optarg, &options.interval_s) < 0)
@@ -133,9 +165,6 @@ static int main_watch(int argc, char **argv)
 		case 'c':
 			if (parse_count(optarg, &options.count) < 0)
 				return usage_error("bad count: ", optarg);
-			break;
-		case OPTION_JSON:
-			options.format = TDSTAT_FORMAT_JSON;
 			break;
 		default:
 			return option_error(option, argv[optind - 1]);
@@ -162,24 +191,25 @@ static int main_control(enum tdstat_control_action action, int argc, char **argv
 static int main_run(int argc, char **argv)
 {
 	static const struct option long_options[] = {
-		{ "json", no_argument, NULL, OPTION_JSON },
+		FORMAT_LONG_OPTIONS,
 		{ "output", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tdstat_run_options options = { 0 };
-	int option;
+	int option, status;
 
 	/* Parse after "run"; '+' stops at CMD so its options stay its own. */
 	argc--;
 	argv++;
 	optind = 1;
 	while ((option = getopt_long(argc, argv, "+:o:", long_options, NULL)) != -1) {
+		if (format_option(option, optarg, &options.format, &status))
+			continue;
+		if (status != TDSTAT_EXIT_OK)
+			return status;
 		switch (option) {
 		case 'o':
 			options.output_path = optarg;
-			break;
-		case OPTION_JSON:
-			options.format = TDSTAT_FORMAT_JSON;
 			break;
 		default:
 			return option_error(option, argv[optind - 1]);
@@ -194,30 +224,21 @@ static int main_run(int argc, char **argv)
 static int main_core(int argc, char **argv)
 {
 	static const struct option long_options[] = {
-		{ "json", no_argument, NULL, OPTION_JSON },
-		{ "format", required_argument, NULL, OPTION_FORMAT },
+		FORMAT_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tdstat_core_options options = { 0 };
-	int option;
+	int option, status;
 
 	argc--;
 	argv++;
 	optind = 1;
 	while ((option = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
-		switch (option) {
-		case OPTION_JSON:
-			options.format = TDSTAT_FORMAT_JSON;
-			break;
-		case OPTION_FORMAT:
-			if (!strcmp(optarg, "json"))
-				options.format = TDSTAT_FORMAT_JSON;
-			else if (strcmp(optarg, "text") != 0)
-				return usage_error("unknown format: ", optarg);
-			break;
-		default:
-			return option_error(option, argv[optind - 1]);
-		}
+		if (format_option(option, optarg, &options.format, &status))
+			continue;
+		if (status != TDSTAT_EXIT_OK)
+			return status;
+		return option_error(option, argv[optind - 1]);
 	}
 	if (argc - optind < 1 || argc - optind > 2)
 		return usage_error(argc == optind ? "no core file given" : "too many arguments to core", NULL);
@@ -266,5 +287,6 @@ int main(int argc, char **argv)
 		return main_run(argc, argv);
 	if (!strcmp(command, "core"))
 		return main_core(argc, argv);
+
 	return main_watch(argc, argv);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `tdstat run [--json] [-o FILE] -- CMD [ARG...]`
+ * `tdstat run [--format F] [-o FILE] -- CMD [ARG...]`
  *
  * CMD starts with the shim prepended to LD_PRELOAD (unless LD_PRELOAD
  * already names a copy) and TDSTAT_ENABLE=1, so its window is its whole
@@ -22,7 +22,7 @@
  * The child waits on a pipe until the parent has seized it: otherwise CMD
  * could exec, and even end, before it is traced.
  */
-#include "tdstat.h"
+#include "format.h"
 
 #include <time.h>
 
@@ -58,6 +58,7 @@ struct run_state {
 	td_err_e read_error;  /* of the read at the exit stop, when it failed */
 	struct tdstat_target target; /* kept to explain read_error */
 	td_ta_stats_ns_t stats;
+	char comm[TDSTAT_COMM_SIZE]; /* at the exit stop */
 	struct exited_threads exited;
 };
 
@@ -252,6 +253,8 @@ static void read_final_statistics(struct run_state *state)
 		nanosleep(&(struct timespec){ .tv_nsec = (long)TDSTAT_COMMIT_LAG_NS + 1000000 }, NULL);
 	if (err == TD_OK)
 		err = tdstat_target_snapshot(&state->target, &state->stats);
+	if (err == TD_OK)
+		tdstat_kernel_comm(state->pid, state->comm);
 	state->stats_read = err == TD_OK;
 	state->read_error = err;
 	if (err == TD_OK)
@@ -363,6 +366,7 @@ static void report(const struct tdstat_run_options *options, struct run_state *s
 		   FILE *out)
 {
 	struct tdstat_interval interval;
+	struct tdstat_output output;
 
 	if (!state->stats_read) {
 		if (!state->traced || !state->exec_seen)
@@ -380,11 +384,16 @@ static void report(const struct tdstat_run_options *options, struct run_state *s
 		return;
 	}
 	tdstat_interval_compute(&interval, state->pid, NULL, &state->stats);
-	if (options->format == TDSTAT_FORMAT_JSON)
-		tdstat_report_json(out, &interval);
-	else
-		tdstat_report_summary(out, &interval, options->argv[0], state->stats.enabled);
-	fflush(out);
+	memcpy(interval.comm, state->comm, sizeof(interval.comm));
+	tdstat_output_init(&output, options->format, out, TDSTAT_OUTPUT_RUN);
+	output.command = options->argv[0];
+	tdstat_output_start(&output);
+	tdstat_output_begin(&output);
+	tdstat_output_summary(&output, &interval);
+	tdstat_output_end(&output);
+	tdstat_output_close(&output);
+	if (output.failed)
+		tdstat_error("out of memory while writing the statistics");
 }
 
 static int exit_status_of(int status)

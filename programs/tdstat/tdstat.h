@@ -5,7 +5,7 @@
  *   main.c      arguments, dispatch, usage
  *   target.c    a PID -> a libc_db agent (through libtdstat_ps), errors
  *   interval.c  two 64-bit snapshots -> averages and int fractions
- *   report.c    rows, JSON lines and the summary of `run`
+ *   format*.c   the output formats: one table, one file per format (format.h)
  *   watch.c     live mode
  *   control.c   enable, disable, reset
  *   run.c       run CMD under the shim, read it at its exit stop
@@ -26,7 +26,7 @@
 
 #include <tdstat/thread_db_stats.h>
 
-/* Exit statuses (SPEC §6). */
+/* Exit statuses (docs/CONTRACT.md §6). */
 enum {
 	TDSTAT_EXIT_OK = 0,
 	TDSTAT_EXIT_FAILURE = 1,
@@ -41,12 +41,15 @@ struct tdstat_target {
 	td_thragent_t *agent;
 };
 
+/* /proc/PID/comm holds at most 15 bytes; room for them made printable. */
+#define TDSTAT_COMM_SIZE 64
+
 /* What one printed line covers: an interval of one window. */
 struct tdstat_interval {
 	pid_t pid;
 	int nthreads;
 	int r_concurrency;
-	/* Fractions as td_ta_stats_t holds them (SPEC §2). */
+	/* Fractions as td_ta_stats_t holds them (docs/CONTRACT.md §2). */
 	int nrunnable_num, nrunnable_den;
 	int a_concurrency_num, a_concurrency_den;
 	int nlwps_num, nlwps_den;
@@ -62,8 +65,14 @@ struct tdstat_interval {
 	bool has_kinds;
 	double idle_by[TDSTAT_WAIT_KIND_COUNT];
 	/* Threads the shim counted runnable while the kernel saw them
-	 * asleep, on average; negative: not known (SPEC §6). */
+	 * asleep, on average; negative: not known (docs/CONTRACT.md §6). */
 	double untracked;
+	/* The process's name (/proc/PID/comm, made printable UTF-8); empty
+	 * when not known. */
+	char comm[TDSTAT_COMM_SIZE];
+	/* The snapshot at the end of the line: the window so far, whose
+	 * integrals are the counters of OpenMetrics. */
+	td_ta_stats_ns_t totals;
 };
 
 /* The kernel's own runnable time of a process: on a CPU plus in the run
@@ -77,10 +86,7 @@ struct tdstat_kernel_sample {
 	} *threads;
 };
 
-enum tdstat_format {
-	TDSTAT_FORMAT_TEXT,
-	TDSTAT_FORMAT_JSON,
-};
+struct tdstat_format; /* format.h */
 
 /* Prints "tdstat: <message>\n" on stderr: every error is one such line. */
 void tdstat_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
@@ -115,13 +121,10 @@ void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample);
 /* The kernel's runnable average between two samples: threads present in
  * both count their growth, threads new in `to` all they have. */
 double tdstat_kernel_runnable(const struct tdstat_kernel_sample *from, const struct tdstat_kernel_sample *to);
+/* pid's name from /proc/PID/comm, invalid UTF-8 and control characters
+ * replaced by '?'; false (and "" in comm) when it cannot be read. */
+bool tdstat_kernel_comm(pid_t pid, char comm[TDSTAT_COMM_SIZE]);
 
-/* report.c */
-void tdstat_report_header(FILE *out);
-void tdstat_report_row(FILE *out, const struct tdstat_interval *interval);
-void tdstat_report_json(FILE *out, const struct tdstat_interval *interval);
-void tdstat_report_summary(FILE *out, const struct tdstat_interval *interval,
-			   const char *command, bool enabled);
 
 /* privilege.c */
 /* True when running `command` (found in PATH as execvp would) changes the
@@ -140,7 +143,7 @@ struct tdstat_watch_options {
 	pid_t pid;
 	double interval_s;
 	long count; /* rows to print; 0: until interrupted */
-	enum tdstat_format format;
+	const struct tdstat_format *format;
 };
 int tdstat_watch(const struct tdstat_watch_options *options);
 
@@ -152,14 +155,14 @@ enum tdstat_control_action {
 int tdstat_control(enum tdstat_control_action action, pid_t pid);
 
 struct tdstat_run_options {
-	enum tdstat_format format;
+	const struct tdstat_format *format;
 	const char *output_path; /* NULL: stderr */
 	char *const *argv;       /* CMD [ARG...], NULL-terminated */
 };
 int tdstat_run(const struct tdstat_run_options *options);
 
 struct tdstat_core_options {
-	enum tdstat_format format;
+	const struct tdstat_format *format;
 	const char *core_path;
 	const char *executable_path; /* NULL: the one the core names */
 };

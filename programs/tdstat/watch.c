@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Live mode: `tdstat [-i SECS] [-c COUNT] [--json] PID`.
+ * Live mode: `tdstat [-i SECS] [-c COUNT] [--format F] PID`.
  *
  * The first line covers the window so far; each later line the last
  * interval only, the difference of two snapshots of the same window.  A
  * reset or re-enable in between starts a new window: that line then covers
  * the new window so far.  Nothing here writes to the target.
  */
-#include "tdstat.h"
+#include "format.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -84,7 +84,7 @@ static bool target_stopped(pid_t pid)
 static struct tdstat_kernel_sample kernel_previous;
 static bool kernel_previous_valid;
 
-static void print_line(const struct tdstat_watch_options *options,
+static void print_line(const struct tdstat_watch_options *options, struct tdstat_output *output,
 		       const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to)
 {
 	struct tdstat_interval interval;
@@ -92,6 +92,7 @@ static void print_line(const struct tdstat_watch_options *options,
 	bool kernel_valid = tdstat_kernel_sample(options->pid, &kernel);
 
 	tdstat_interval_compute(&interval, options->pid, from, to);
+	tdstat_kernel_comm(options->pid, interval.comm);
 	interval.stopped = target_stopped(options->pid) ? TDSTAT_STOPPED : TDSTAT_RUNNING;
 	/* Known over an interval between two lines (the kernel keeps no
 	 * figure since the window's start); a stopped process is asleep for
@@ -103,16 +104,14 @@ static void print_line(const struct tdstat_watch_options *options,
 	tdstat_kernel_sample_free(&kernel_previous);
 	kernel_previous = kernel;
 	kernel_previous_valid = kernel_valid;
-	if (options->format == TDSTAT_FORMAT_JSON)
-		tdstat_report_json(stdout, &interval);
-	else
-		tdstat_report_row(stdout, &interval);
-	fflush(stdout);
+	tdstat_output_begin(output);
+	tdstat_output_process(output, &interval);
+	tdstat_output_end(output);
 }
 
 /* One tick after the first line.  Returns -1 to stop with *status set. */
 static int watch_tick(const struct tdstat_watch_options *options,
-		      const struct tdstat_target *target,
+		      struct tdstat_output *output, const struct tdstat_target *target,
 		      td_ta_stats_ns_t *previous, int *status)
 {
 	td_ta_stats_ns_t current;
@@ -132,16 +131,16 @@ static int watch_tick(const struct tdstat_watch_options *options,
 		if (previous->enabled)
 			say_gathering_off(options->pid);
 	} else if (previous->enabled && tdstat_same_window(previous, &current)) {
-		print_line(options, previous, &current);
+		print_line(options, output, previous, &current);
 	} else {
-		print_line(options, NULL, &current);
+		print_line(options, output, NULL, &current);
 	}
 	*previous = current;
 	return 0;
 }
 
 static int watch_target(const struct tdstat_watch_options *options,
-			const struct tdstat_target *target)
+			struct tdstat_output *output, const struct tdstat_target *target)
 {
 	td_ta_stats_ns_t previous;
 	struct timespec deadline;
@@ -158,14 +157,13 @@ static int watch_target(const struct tdstat_watch_options *options,
 		return TDSTAT_EXIT_FAILURE;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	if (options->format == TDSTAT_FORMAT_TEXT)
-		tdstat_report_header(stdout);
-	print_line(options, NULL, &previous);
+	tdstat_output_start(output);
+	print_line(options, output, NULL, &previous);
 	for (long tick = 1; options->count == 0 || tick < options->count; tick++) {
 		add_seconds(&deadline, options->interval_s);
 		if (!sleep_until(&deadline))
 			break;
-		if (watch_tick(options, target, &previous, &status) < 0)
+		if (watch_tick(options, output, target, &previous, &status) < 0)
 			break;
 	}
 	return status;
@@ -174,12 +172,19 @@ static int watch_target(const struct tdstat_watch_options *options,
 int tdstat_watch(const struct tdstat_watch_options *options)
 {
 	struct tdstat_target target;
+	struct tdstat_output output;
 	int status;
 
 	catch_interrupts();
 	if (tdstat_target_open(&target, options->pid) < 0)
 		return TDSTAT_EXIT_FAILURE;
-	status = watch_target(options, &target);
+	tdstat_output_init(&output, options->format, stdout, TDSTAT_OUTPUT_LIVE);
+	status = watch_target(options, &output, &target);
+	tdstat_output_close(&output);
 	tdstat_target_close(&target);
+	if (status == TDSTAT_EXIT_OK && output.failed) {
+		tdstat_error("out of memory while writing the statistics");
+		status = TDSTAT_EXIT_FAILURE;
+	}
 	return status;
 }

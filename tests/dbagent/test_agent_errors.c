@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libc_db's error contract (SPEC §5) against a fake target.
+ * libc_db's error contract (docs/CONTRACT.md §5) against a fake target.
  */
 #include <criterion/criterion.h>
 #include <string.h>

@@ -143,7 +143,7 @@ Test(agent_hostile, absurd_header_fields)
 	cr_assert_eq(try_image(), TD_DBERR);
 	*h = good;
 	/* A record field outside its copy: a layout this reader cannot read
-	 * safely (SPEC §4). */
+	 * safely (docs/CONTRACT.md §4). */
 	h->layout.acc_runnable_ns = 60;
 	cr_assert_eq(try_image(), TD_VERSION);
 	*h = good;

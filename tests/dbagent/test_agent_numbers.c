@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The numbers libc_db derives from a region (docs/READER.md, SPEC §2),
+ * The numbers libc_db derives from a region (docs/READER.md and CONTRACT.md §2),
  * checked exactly against hand-made regions in a fake target.
  */
 #include <criterion/criterion.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * MT-safety (SPEC §5): eight controller threads calling everything at once,
+ * MT-safety (docs/CONTRACT.md §5): eight controller threads calling everything at once,
  * on one agent and on agents of their own, while the target changes and
  * while the shared agent is deleted under them.
  */

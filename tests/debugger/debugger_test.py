@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""tdstat in a debugger and after death (SPEC §8), one scenario per run.
+"""tdstat in a debugger and after death, one scenario per run (docs/DESIGN.md,
+"Core files and gdb").
 
     debugger_test.py SCENARIO --tdstat T --shim S --parked P --script G
 

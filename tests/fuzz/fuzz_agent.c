@@ -7,8 +7,8 @@
  *
  * The library must never crash, hang, leak or allocate without bound
  * (-malloc_limit_mb catches a size taken from the region); every TD_OK
- * result must keep SPEC §2's invariants; every write must fall on a
- * control field (SPEC §5: the agent writes only what enable, reset and
+ * result must keep docs/CONTRACT.md §2's invariants; every write must fall on a
+ * control field (docs/CONTRACT.md §5: the agent writes only what enable, reset and
  * setconcurrency need).  Any breach aborts, which libFuzzer reports.
  */
 #include <stdbool.h>

@@ -11,7 +11,7 @@
  *   0 gathering off                1 TDSTAT_ENABLE=1
  *   2 TDSTAT_ENABLE=1, sampled     3 off, `tdstat enable PID`, then sampled
  * A sampler is `tdstat -i 0.05 --json PID`; every line it prints must keep
- * the invariants of SPEC §2, and it must end by itself or by our SIGINT,
+ * the invariants of docs/CONTRACT.md §2, and it must end by itself or by our SIGINT,
  * never by a crash.
  */
 #ifndef _GNU_SOURCE

@@ -2,8 +2,8 @@
 /*
  * rel_faults: the controller side of the fault and soak tests.  Each mode
  * starts rel_target (the shim preloaded in its environment only), reads it
- * through libc_db and libtdstat_ps, and checks what SPEC §5 promises: no
- * crash, no hang, the documented errors, and the invariants of SPEC §2 in
+ * through libc_db and libtdstat_ps, and checks what docs/CONTRACT.md §5 promises: no
+ * crash, no hang, the documented errors, and the invariants of docs/CONTRACT.md §2 in
  * every snapshot.
  *
  *   rel_faults target-death | corrupt-region | overflow | fork-storm |

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rel_protocol: regressions for the record protocol between the shim and
- * the agent (SPEC §4: "Readable whatever the writer does", "Monotonic").
+ * the agent (docs/CONTRACT.md §4: "Readable whatever the writer does", "Monotonic").
  * Black box: each mode starts rel_protocol_target with the shim preloaded
  * in its environment only, and reads it through libc_db and libtdstat_ps.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A series of snapshots taken one after another by one reader, checked as
- * SPEC §4 promises ("Readable whatever the writer does", "Monotonic"):
+ * docs/CONTRACT.md §4 promises ("Readable whatever the writer does", "Monotonic"):
  *
  * - errors: a failed snapshot opens an error episode, the next success
  *   closes it.  An episode is transient when the very next snapshot

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared by the reliability programs: the statistics invariants of SPEC §2,
+ * Shared by the reliability programs: the statistics invariants of docs/CONTRACT.md §2,
  * a live agent on a child process, and small helpers.  Everything here runs
  * in the controlling process (never preloaded).
  */
@@ -24,7 +24,7 @@ bool rel_ci(void);
 double rel_seconds(const char *name, double ci_default, double local_default);
 
 
-/* Returns NULL when the fractions keep SPEC §2's invariants, else a
+/* Returns NULL when the fractions keep docs/CONTRACT.md §2's invariants, else a
  * description of the first broken one (static storage). */
 const char *rel_check_fractions(const td_ta_stats_t *stats);
 const char *rel_check_integrals(const td_ta_stats_ns_t *stats);

@@ -16,7 +16,12 @@
  * be the same, since the shim must not change what any call returns, how
  * it reacts to cancellation or what a signal does to it.
  *
+ * The cases are named like the calls of runtime/calls.def (plus variants);
+ * `rel_waits --cases` fails, naming it, for a waiting call of the table
+ * that has no case here.
+ *
  *   rel_waits [TREATMENT [CALL]]     (default: all of them)
+ *   rel_waits --cases
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -39,10 +44,15 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/futex.h>
+
+#include "fortified.h"
 
 #define LONG_WAIT_S 60
 #define GLIBC_SIGCANCEL 32 /* __SIGRTMIN: what pthread_cancel sends */
@@ -67,6 +77,7 @@ struct fixture {
 	int helper_pipe[2];
 	pthread_t waiter;
 	int cond_flag;
+	int futex_word;      /* syscall: a futex wait while it is 0 */
 };
 
 struct wait_case {
@@ -256,6 +267,12 @@ static void signal_usr1(struct fixture *f) { pthread_kill(f->waiter, SIGUSR1); }
 static void half_message(struct fixture *f) { if (write(f->sock[1], "ab", 2) != 2) die("write"); }
 static void rest_of_message(struct fixture *f) { if (write(f->sock[1], "cd", 2) != 2) die("write"); }
 static void whole_message(struct fixture *f) { half_message(f); rest_of_message(f); }
+static void futex_set(struct fixture *f) { __atomic_store_n(&f->futex_word, 1, __ATOMIC_RELEASE); }
+static void futex_wake(struct fixture *f)
+{
+	futex_set(f);
+	syscall(SYS_futex, &f->futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 /* ---- the calls ---- */
 
@@ -582,6 +599,28 @@ static long fd_result(long r, int *error)
 		close((int)r);
 	return r >= 0 ? 0 : r;
 }
+static long call_poll_chk(struct fixture *f, int *error)
+{
+	struct pollfd p = { .fd = f->pipe[0], .events = POLLIN };
+	int r = __poll_chk(&p, 1, -1, sizeof(p));
+
+	*error = r < 0 ? errno : 0;
+	return r > 0 ? r * 1000 + p.revents : r;
+}
+static long call_ppoll_chk(struct fixture *f, int *error)
+{
+	struct pollfd p = { .fd = f->pipe[0], .events = POLLIN };
+	int r = __ppoll_chk(&p, 1, NULL, NULL, sizeof(p));
+
+	*error = r < 0 ? errno : 0;
+	return r > 0 ? r * 1000 + p.revents : r;
+}
+/* A futex wait through syscall(), as C++20's atomic wait and Rust's std
+ * make it. */
+static long call_syscall(struct fixture *f, int *error)
+{
+	ERRNO_RESULT(syscall(SYS_futex, &f->futex_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0));
+}
 static long call_accept(struct fixture *f, int *error) { return fd_result(accept(f->listener, NULL, NULL), error); }
 static long call_accept4(struct fixture *f, int *error)
 {
@@ -599,6 +638,24 @@ static long call_readv(struct fixture *f, int *error)
 	struct iovec v = { buffer, sizeof(buffer) };
 
 	ERRNO_RESULT(readv(f->pipe[0], &v, 1));
+}
+static long call_read_chk(struct fixture *f, int *error)
+{
+	char buffer[8];
+
+	ERRNO_RESULT(__read_chk(f->pipe[0], buffer, sizeof(buffer), sizeof(buffer)));
+}
+static long call_recv_chk(struct fixture *f, int *error)
+{
+	char buffer[8];
+
+	ERRNO_RESULT(__recv_chk(f->sock[0], buffer, sizeof(buffer), sizeof(buffer), 0));
+}
+static long call_recvfrom_chk(struct fixture *f, int *error)
+{
+	char buffer[8];
+
+	ERRNO_RESULT(__recvfrom_chk(f->sock[0], buffer, sizeof(buffer), sizeof(buffer), 0, NULL, NULL));
 }
 static long call_recv(struct fixture *f, int *error)
 {
@@ -677,6 +734,12 @@ static const struct wait_case cases[] = {
 	{ "recv_waitall", half_message, call_recv_waitall, rest_of_message, whole_message },
 	{ "recvfrom", nothing, call_recvfrom, fill_socket, fill_socket },
 	{ "recvmsg", nothing, call_recvmsg, fill_socket, fill_socket },
+	{ "__poll_chk", nothing, call_poll_chk, fill_pipe, fill_pipe },
+	{ "__ppoll_chk", nothing, call_ppoll_chk, fill_pipe, fill_pipe },
+	{ "__read_chk", nothing, call_read_chk, fill_pipe, fill_pipe },
+	{ "__recv_chk", nothing, call_recv_chk, fill_socket, fill_socket },
+	{ "__recvfrom_chk", nothing, call_recvfrom_chk, fill_socket, fill_socket },
+	{ "syscall", nothing, call_syscall, futex_wake, futex_set },
 };
 
 /* ---- watching the waiting thread from outside ---- */
@@ -864,10 +927,44 @@ static void run_case(const struct wait_case *wait_case, enum treatment treatment
 	 * have left a lock or condvar in use. */
 }
 
+/* Every waiting call of runtime/calls.def has a case (the table's
+ * names, in its order). */
+static const char *const waiting_calls[] = {
+#define TDSHIM_CALL_GROUP(id, title)
+#define TDSHIM_CALL(name, group, real, ret, params)
+#define TDSHIM_WAIT_CALL(name, kind, group, real, ret, params) #name,
+#include "calls.def"
+#undef TDSHIM_WAIT_CALL
+#undef TDSHIM_CALL
+#undef TDSHIM_CALL_GROUP
+};
+
+static int check_cases(void)
+{
+	int missing = 0;
+
+	for (size_t c = 0; c < sizeof(waiting_calls) / sizeof(waiting_calls[0]); c++) {
+		size_t i = 0;
+
+		while (i < sizeof(cases) / sizeof(cases[0]) && strcmp(cases[i].name, waiting_calls[c]))
+			i++;
+		if (i == sizeof(cases) / sizeof(cases[0])) {
+			printf("rel_waits: no case for %s, a waiting call of runtime/calls.def\n", waiting_calls[c]);
+			missing++;
+		}
+	}
+	printf("%s: %zu waiting calls, %d without a case\n", missing ? "FAIL" : "ok",
+	       sizeof(waiting_calls) / sizeof(waiting_calls[0]), missing);
+	return missing ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	sigset_t usr2 = usr2_set();
 	int checks = 0;
+
+	if (argc == 2 && !strcmp(argv[1], "--cases"))
+		return check_cases();
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* SIGUSR2 is only ever taken by sigwait and friends. */

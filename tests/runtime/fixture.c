@@ -81,13 +81,9 @@ struct fx_record fx_read_record(uint32_t index)
 
 		/* region.h's latch: the published copy, then seq unchanged. */
 		copy.seq = seq;
-		copy.state = LOAD(published->state);
-		copy.tid = LOAD(published->tid);
-		copy.generation = LOAD(published->generation);
-		copy.epoch_ns = LOAD(published->epoch_ns);
-		copy.since_ns = LOAD(published->since_ns);
-		copy.acc_tracked_ns = LOAD(published->acc_tracked_ns);
-		copy.acc_runnable_ns = LOAD(published->acc_runnable_ns);
+#define FX_LOAD_FIELD(type, name, dims) copy.name = LOAD(published->name);
+		TDSTAT_RECORD_COPY_FIELDS(FX_LOAD_FIELD)
+#undef FX_LOAD_FIELD
 		copy.settled = LOAD(record->pending_ns) <= copy.since_ns;
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (LOAD(record->seq) == seq)
@@ -163,6 +159,17 @@ const char *fx_state_name(uint32_t state)
 		return "BLOCKED";
 	}
 	return "INVALID";
+}
+
+const char *fx_kind_name(uint32_t kind)
+{
+	static const char *const names[] = {
+#define FX_KIND_NAME(suffix, name) name,
+		TDSTAT_WAIT_KINDS(FX_KIND_NAME)
+#undef FX_KIND_NAME
+	};
+
+	return kind < TDSTAT_WAIT_KIND_COUNT ? names[kind] : "?";
 }
 
 static uint64_t process_cpu_ns(void)

@@ -24,13 +24,7 @@
 
 struct fx_record {
 	uint32_t seq;
-	uint32_t state;
-	int32_t tid;
-	uint32_t generation;
-	uint64_t epoch_ns;
-	uint64_t since_ns;
-	uint64_t acc_tracked_ns;
-	uint64_t acc_runnable_ns;
+	TDSTAT_RECORD_COPY_FIELDS(TDSTAT_FIELD_DECLARE) /* the published copy's */
 	bool settled;         /* no change under way: pending_ns <= since_ns */
 };
 
@@ -66,6 +60,8 @@ bool fx_wait_state(pid_t tid, uint32_t state);
 /* Waits until the number of live records equals count. */
 bool fx_wait_live(int count);
 const char *fx_state_name(uint32_t state);
+/* region.h's name of a wait kind ("mutex", ...), "?" for another number. */
+const char *fx_kind_name(uint32_t kind);
 
 /* Controller writes, in region.h's orders. */
 void fx_enable(void);

@@ -9,14 +9,21 @@
  *           waits until that thread's record says BLOCKED, then releases
  *           it; the thread prints its own state before and after.
  *
- * Output: seq_before, seq_after, state_before, observed, state_after,
- * result (ok when the call returned what it must), all as key=value.
+ * CALL is the interposed call's name (runtime/calls.def), or a variant
+ * (mutex_recursive, mutex_errorcheck, read_file).
+ *
+ * Output: seq_before, seq_after, state_before, observed, observed_kind
+ * (the wait kind the record says while BLOCKED), state_after, result (ok
+ * when the call returned what it must), all as key=value; form=none when
+ * the call has no such form (it always waits, or never does).
  */
 #define _GNU_SOURCE
 #include "fixture.h"
+#include "fortified.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -29,6 +36,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -54,6 +62,7 @@ static struct {
 	pid_t child;         /* a process to wait for */
 	int child_pipe[2];   /* the child exits when this gets a byte */
 	bool flag;
+	int futex_word;       /* syscall: a futex word (0: wait) */
 	pid_t caller_tid;    /* thread making the call in wait mode */
 	pthread_t caller;
 	int done;            /* the call returned (wait mode) */
@@ -658,6 +667,79 @@ static bool call_clock_nanosleep(void)
 	return clock_nanosleep(CLOCK_MONOTONIC, 0, &length, NULL) == EINTR && fx.interrupted;
 }
 
+static bool call_poll_chk(void)
+{
+	struct pollfd pfd = { .fd = fx.pipe[0], .events = POLLIN };
+
+	return __poll_chk(&pfd, 1, -1, sizeof(pfd)) == 1 && (pfd.revents & POLLIN);
+}
+
+static bool call_ppoll_chk(void)
+{
+	struct pollfd pfd = { .fd = fx.pipe[0], .events = POLLIN };
+
+	return __ppoll_chk(&pfd, 1, NULL, NULL, sizeof(pfd)) == 1 && (pfd.revents & POLLIN);
+}
+
+static bool call_epoll_pwait2(void)
+{
+	struct epoll_event event;
+
+	return epoll_pwait2(fx.epoll, &event, 1, NULL, NULL) == 1 && event.data.fd == fx.pipe[0];
+}
+
+static bool call_read_chk(void)
+{
+	char byte;
+
+	return __read_chk(fx.pipe[0], &byte, 1, sizeof(byte)) == 1 && byte == 'x';
+}
+
+static bool call_recv_chk(void)
+{
+	char byte;
+
+	return __recv_chk(fx.sockets[0], &byte, 1, sizeof(byte), 0) == 1 && byte == 'x';
+}
+
+static bool call_recvfrom_chk(void)
+{
+	char byte;
+
+	return __recvfrom_chk(fx.sockets[0], &byte, 1, sizeof(byte), 0, NULL, NULL) == 1 && byte == 'x';
+}
+
+static bool call_wait3(void)
+{
+	int status;
+
+	return wait3(&status, 0, NULL) == fx.child && WIFEXITED(status) && WEXITSTATUS(status) == 7;
+}
+
+static bool call_wait4(void)
+{
+	int status;
+
+	return wait4(fx.child, &status, 0, NULL) == fx.child && WIFEXITED(status) && WEXITSTATUS(status) == 7;
+}
+
+/* A futex wait through syscall(), as C++20's atomic wait and Rust's std
+ * make it: the word stays 0 until the release sets it and wakes. */
+static bool call_syscall(void)
+{
+	while (!__atomic_load_n(&fx.futex_word, __ATOMIC_ACQUIRE))
+		if (syscall(SYS_futex, &fx.futex_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0) == -1 &&
+		    errno != EAGAIN && errno != EINTR)
+			return false;
+	return true;
+}
+
+static void wake_futex(void)
+{
+	__atomic_store_n(&fx.futex_word, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &fx.futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 struct call_case {
 	const char *name;
 	void (*ready)(void);    /* nowait: make the call able to finish at once (NULL: it never can) */
@@ -668,33 +750,34 @@ struct call_case {
 };
 
 static const struct call_case cases[] = {
-	{ "mutex_lock", none, lock_mutex, call_mutex_lock, unlock_mutex, false },
-	{ "mutex_timedlock", none, lock_mutex, call_mutex_timedlock, unlock_mutex, false },
-	{ "mutex_clocklock", none, lock_mutex, call_mutex_clocklock, unlock_mutex, false },
+	{ "pthread_mutex_lock", none, lock_mutex, call_mutex_lock, unlock_mutex, false },
+	{ "pthread_mutex_timedlock", none, lock_mutex, call_mutex_timedlock, unlock_mutex, false },
+	{ "pthread_mutex_clocklock", none, lock_mutex, call_mutex_clocklock, unlock_mutex, false },
 	{ "mutex_recursive", none, lock_recursive, call_mutex_recursive, unlock_recursive, false },
 	{ "mutex_errorcheck", none, lock_errorcheck, call_mutex_errorcheck, unlock_errorcheck, false },
-	{ "rwlock_rdlock", none, write_lock, call_rwlock_rdlock, unlock_rwlock, false },
-	{ "rwlock_wrlock", none, read_lock, call_rwlock_wrlock, unlock_rwlock, false },
-	{ "rwlock_timedrdlock", none, write_lock, call_rwlock_timedrdlock, unlock_rwlock, false },
-	{ "rwlock_timedwrlock", none, read_lock, call_rwlock_timedwrlock, unlock_rwlock, false },
-	{ "rwlock_clockrdlock", none, write_lock, call_rwlock_clockrdlock, unlock_rwlock, false },
-	{ "rwlock_clockwrlock", none, read_lock, call_rwlock_clockwrlock, unlock_rwlock, false },
-	{ "cond_wait", NULL, none, call_cond_wait, set_flag, false },
-	{ "cond_timedwait", NULL, none, call_cond_timedwait, set_flag, false },
-	{ "cond_clockwait", NULL, none, call_cond_clockwait, set_flag, false },
-	{ "barrier_wait", NULL, none, call_barrier_wait, meet_barrier, false },
+	{ "pthread_rwlock_rdlock", none, write_lock, call_rwlock_rdlock, unlock_rwlock, false },
+	{ "pthread_rwlock_wrlock", none, read_lock, call_rwlock_wrlock, unlock_rwlock, false },
+	{ "pthread_rwlock_timedrdlock", none, write_lock, call_rwlock_timedrdlock, unlock_rwlock, false },
+	{ "pthread_rwlock_timedwrlock", none, read_lock, call_rwlock_timedwrlock, unlock_rwlock, false },
+	{ "pthread_rwlock_clockrdlock", none, write_lock, call_rwlock_clockrdlock, unlock_rwlock, false },
+	{ "pthread_rwlock_clockwrlock", none, read_lock, call_rwlock_clockwrlock, unlock_rwlock, false },
+	{ "pthread_cond_wait", NULL, none, call_cond_wait, set_flag, false },
+	{ "pthread_cond_timedwait", NULL, none, call_cond_timedwait, set_flag, false },
+	{ "pthread_cond_clockwait", NULL, none, call_cond_clockwait, set_flag, false },
+	{ "pthread_barrier_wait", NULL, none, call_barrier_wait, meet_barrier, false },
 	{ "sem_wait", post_sem, none, call_sem_wait, post_sem, false },
 	{ "sem_timedwait", post_sem, none, call_sem_timedwait, post_sem, false },
 	{ "sem_clockwait", post_sem, none, call_sem_clockwait, post_sem, false },
-	{ "join", finished_target, blocked_target, call_join, open_gate, false },
-	{ "timedjoin", finished_target, blocked_target, call_timedjoin, open_gate, false },
-	{ "clockjoin", finished_target, blocked_target, call_clockjoin, open_gate, false },
+	{ "pthread_join", finished_target, blocked_target, call_join, open_gate, false },
+	{ "pthread_timedjoin_np", finished_target, blocked_target, call_timedjoin, open_gate, false },
+	{ "pthread_clockjoin_np", finished_target, blocked_target, call_clockjoin, open_gate, false },
 	{ "poll", write_pipe, none, call_poll, write_pipe, false },
 	{ "ppoll", write_pipe, none, call_ppoll, write_pipe, false },
 	{ "select", write_pipe, none, call_select, write_pipe, false },
 	{ "pselect", write_pipe, none, call_pselect, write_pipe, false },
 	{ "epoll_wait", write_pipe, none, call_epoll_wait, write_pipe, false },
 	{ "epoll_pwait", write_pipe, none, call_epoll_pwait, write_pipe, false },
+	{ "epoll_pwait2", write_pipe, none, call_epoll_pwait2, write_pipe, false },
 	{ "read", write_pipe, none, call_read, write_pipe, false },
 	{ "readv", write_pipe, none, call_readv, write_pipe, false },
 	{ "read_file", none, NULL, call_read_file, NULL, false },
@@ -703,9 +786,16 @@ static const struct call_case cases[] = {
 	{ "recvmsg", send_socket, none, call_recvmsg, send_socket, false },
 	{ "accept", connect_listener, none, call_accept, connect_listener, false },
 	{ "accept4", connect_listener, none, call_accept4, connect_listener, false },
+	{ "__poll_chk", write_pipe, none, call_poll_chk, write_pipe, false },
+	{ "__ppoll_chk", write_pipe, none, call_ppoll_chk, write_pipe, false },
+	{ "__read_chk", write_pipe, none, call_read_chk, write_pipe, false },
+	{ "__recv_chk", send_socket, none, call_recv_chk, send_socket, false },
+	{ "__recvfrom_chk", send_socket, none, call_recvfrom_chk, send_socket, false },
 	{ "waitpid", exited_child, waiting_child, call_waitpid, release_child, false },
 	{ "wait", exited_child, waiting_child, call_wait, release_child, false },
 	{ "waitid", exited_child, waiting_child, call_waitid, release_child, false },
+	{ "wait3", exited_child, waiting_child, call_wait3, release_child, false },
+	{ "wait4", exited_child, waiting_child, call_wait4, release_child, false },
 	{ "sigwait", pending_signal, none, call_sigwait, pending_signal, false },
 	{ "sigwaitinfo", pending_signal, none, call_sigwaitinfo, pending_signal, false },
 	{ "sigtimedwait", pending_signal, none, call_sigtimedwait, pending_signal, false },
@@ -715,6 +805,7 @@ static const struct call_case cases[] = {
 	{ "usleep", NULL, none, call_usleep, interrupt_caller, true },
 	{ "nanosleep", NULL, none, call_nanosleep, interrupt_caller, true },
 	{ "clock_nanosleep", NULL, none, call_clock_nanosleep, interrupt_caller, true },
+	{ "syscall", NULL, none, call_syscall, wake_futex, false },
 };
 
 static void set_up(void)
@@ -769,8 +860,10 @@ static int run_nowait(const struct call_case *c)
 	struct fx_record before, after;
 	bool ok;
 
-	if (!c->ready)
-		fx_die("%s always waits", c->name);
+	if (!c->ready) {
+		printf("form=none\n"); /* it always waits */
+		return 0;
+	}
 	c->ready();
 	if (c->interruptible)
 		fx_die("no nowait form");
@@ -816,8 +909,10 @@ static int run_wait(const struct call_case *c)
 	pid_t tid;
 	bool blocked;
 
-	if (!c->blocking)
-		fx_die("%s never waits", c->name);
+	if (!c->blocking) {
+		printf("form=none\n"); /* it never waits */
+		return 0;
+	}
 	current = c;
 	c->blocking();
 	pthread_create(&fx.caller, NULL, caller_body, NULL);
@@ -828,6 +923,11 @@ static int run_wait(const struct call_case *c)
 	}
 	blocked = fx_wait_state(tid, TDSTAT_STATE_BLOCKED);
 	printf("observed=%s\n", blocked ? "BLOCKED" : "never-BLOCKED");
+	if (blocked) {
+		struct fx_record record = fx_record_of(tid);
+
+		printf("observed_kind=%s\n", record.state == TDSTAT_STATE_BLOCKED ? fx_kind_name(record.kind) : "none");
+	}
 	fflush(stdout);
 	c->release();
 	pthread_join(fx.caller, NULL);
@@ -849,5 +949,5 @@ int main(int argc, char **argv)
 			return run_wait(&cases[i]);
 		fx_die("unknown mode %s", argv[1]);
 	}
-	fx_die("unknown call %s", argv[2]);
+	fx_die("no case for the call %s: add one to tests/runtime/fixture_calls.c", argv[2]);
 }

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -42,24 +43,23 @@ int main(void)
 	printf("record_size=%u\n", h->record_size);
 	printf("record_capacity=%u\n", h->record_capacity);
 	printf("layout_size=%u\n", h->layout_size);
-	printf("layout_ok=%d\n",
-	       l->control_offset == offsetof(struct tdstat_region_header, control) &&
-	       l->status_offset == offsetof(struct tdstat_region_header, status) &&
-	       l->record_seq == offsetof(struct tdstat_record, seq) &&
-	       l->record_pending == offsetof(struct tdstat_record, pending_ns) &&
-	       l->record_copies == offsetof(struct tdstat_record, copy) &&
-	       l->record_copy_size == sizeof(struct tdstat_record_copy) &&
-	       l->detail_copies == offsetof(struct tdstat_detail, copy) &&
-	       l->detail_copy_size == sizeof(struct tdstat_detail_copy) &&
-	       l->state == offsetof(struct tdstat_record_copy, state) &&
-	       l->kind == offsetof(struct tdstat_record_copy, kind) &&
-	       l->tid == offsetof(struct tdstat_record_copy, tid) &&
-	       l->epoch_ns == offsetof(struct tdstat_record_copy, epoch_ns) &&
-	       l->since_ns == offsetof(struct tdstat_record_copy, since_ns) &&
-	       l->acc_tracked_ns == offsetof(struct tdstat_record_copy, acc_tracked_ns) &&
-	       l->acc_runnable_ns == offsetof(struct tdstat_record_copy, acc_runnable_ns) &&
-	       l->acc_idle_ns == offsetof(struct tdstat_detail_copy, acc_idle_ns) &&
-	       l->kind_count == TDSTAT_WAIT_KIND_COUNT);
+	bool layout_ok = l->control_offset == offsetof(struct tdstat_region_header, control) &&
+			 l->status_offset == offsetof(struct tdstat_region_header, status) &&
+			 l->record_seq == offsetof(struct tdstat_record, seq) &&
+			 l->record_pending == offsetof(struct tdstat_record, pending_ns) &&
+			 l->record_copies == offsetof(struct tdstat_record, copy) &&
+			 l->record_copy_size == sizeof(struct tdstat_record_copy) &&
+			 l->detail_copies == offsetof(struct tdstat_detail, copy) &&
+			 l->detail_copy_size == sizeof(struct tdstat_detail_copy) &&
+			 l->kind_count == TDSTAT_WAIT_KIND_COUNT;
+	/* Every field of region.h's lists. */
+#define RECORD_FIELD_OK(type, name, dims) layout_ok = layout_ok && l->name == offsetof(struct tdstat_record_copy, name);
+#define DETAIL_FIELD_OK(type, name, dims) layout_ok = layout_ok && l->name == offsetof(struct tdstat_detail_copy, name);
+	TDSTAT_RECORD_COPY_FIELDS(RECORD_FIELD_OK)
+	TDSTAT_DETAIL_COPY_FIELDS(DETAIL_FIELD_OK)
+#undef DETAIL_FIELD_OK
+#undef RECORD_FIELD_OK
+	printf("layout_ok=%d\n", layout_ok);
 	printf("details_ok=%d\n",
 	       h->details_offset == h->records_offset + (uint64_t)h->record_capacity * h->record_size &&
 	       h->detail_size == sizeof(struct tdstat_detail) &&

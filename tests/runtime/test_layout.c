@@ -17,17 +17,60 @@
 	cr_expect_eq(offsetof(type, field), (size_t)(offset), #type "." #field ": at %zu, documented %d", \
 		     offsetof(type, field), (offset))
 
+/* The documented offsets of the fields of region.h's lists, written out:
+ * a field added to a list without its offset here, or one that moved,
+ * fails. */
+struct pinned {
+	const char *name;
+	size_t offset;
+};
+
+static const struct pinned record_copy_offsets[] = {
+	{ "state", 0 },           { "kind", 4 },      { "tid", 8 },
+	{ "generation", 12 },     { "epoch_ns", 16 }, { "since_ns", 24 },
+	{ "acc_tracked_ns", 32 }, { "acc_runnable_ns", 40 },
+};
+
+static const struct pinned detail_copy_offsets[] = {
+	{ "object", 0 }, { "site", 8 }, { "woken_ns", 16 }, { "acc_idle_ns", 24 },
+};
+
+/* The offsets the lists give, in the same form. */
+#define ACTUAL_RECORD(type, name, dims) { #name, offsetof(struct tdstat_record_copy, name) },
+static const struct pinned record_copy_actual[] = { TDSTAT_RECORD_COPY_FIELDS(ACTUAL_RECORD) };
+#undef ACTUAL_RECORD
+#define ACTUAL_DETAIL(type, name, dims) { #name, offsetof(struct tdstat_detail_copy, name) },
+static const struct pinned detail_copy_actual[] = { TDSTAT_DETAIL_COPY_FIELDS(ACTUAL_DETAIL) };
+#undef ACTUAL_DETAIL
+
+#define COUNT(table) (sizeof(table) / sizeof((table)[0]))
+
+/* Every field of a list at its documented offset, and no documented
+ * field missing from the list. */
+static void expect_pinned(const char *what, const struct pinned *documented, size_t documented_count,
+			  const struct pinned *actual, size_t actual_count)
+{
+	for (size_t a = 0; a < actual_count; a++) {
+		size_t d = 0;
+
+		while (d < documented_count && strcmp(documented[d].name, actual[a].name) != 0)
+			d++;
+		if (d == documented_count)
+			cr_expect_fail("%s.%s (at %zu): no documented offset in tests/runtime/test_layout.c", what,
+				       actual[a].name, actual[a].offset);
+		else
+			cr_expect_eq(actual[a].offset, documented[d].offset, "%s.%s: at %zu, documented %zu", what,
+				     actual[a].name, actual[a].offset, documented[d].offset);
+	}
+	cr_expect_eq(actual_count, documented_count, "%s: %zu fields in the list, %zu documented", what,
+		     actual_count, documented_count);
+}
+
 Test(layout, record)
 {
 	cr_expect_eq(sizeof(struct tdstat_record_copy), 48);
-	AT(struct tdstat_record_copy, state, 0);
-	AT(struct tdstat_record_copy, kind, 4);
-	AT(struct tdstat_record_copy, tid, 8);
-	AT(struct tdstat_record_copy, generation, 12);
-	AT(struct tdstat_record_copy, epoch_ns, 16);
-	AT(struct tdstat_record_copy, since_ns, 24);
-	AT(struct tdstat_record_copy, acc_tracked_ns, 32);
-	AT(struct tdstat_record_copy, acc_runnable_ns, 40);
+	expect_pinned("struct tdstat_record_copy", record_copy_offsets, COUNT(record_copy_offsets),
+		      record_copy_actual, COUNT(record_copy_actual));
 	cr_expect_eq(sizeof(struct tdstat_record), 128);
 	AT(struct tdstat_record, seq, 0);
 	AT(struct tdstat_record, pending_ns, 8);
@@ -38,10 +81,8 @@ Test(layout, record)
 Test(layout, detail)
 {
 	cr_expect_eq(sizeof(struct tdstat_detail_copy), 128);
-	AT(struct tdstat_detail_copy, object, 0);
-	AT(struct tdstat_detail_copy, site, 8);
-	AT(struct tdstat_detail_copy, woken_ns, 16);
-	AT(struct tdstat_detail_copy, acc_idle_ns, 24);
+	expect_pinned("struct tdstat_detail_copy", detail_copy_offsets, COUNT(detail_copy_offsets),
+		      detail_copy_actual, COUNT(detail_copy_actual));
 	cr_expect_eq(TDSTAT_WAIT_KIND_COUNT, 11);
 	AT(struct tdstat_detail_copy, reserved, 112);
 	cr_expect_eq(sizeof(struct tdstat_detail), 256);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Idle time by kind of wait (SPEC §2, §6): threads parked in known kinds
+ * Idle time by kind of wait (docs/CONTRACT.md §2, §6): threads parked in known kinds
  * give idle_by exactly so, in JSON and in text; waits the shim cannot
  * see (OpenMP's inline futex) show as `untracked`, not as work.
  */

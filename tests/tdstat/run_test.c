@@ -46,7 +46,7 @@ static char *read_file(const char *path)
 	return text;
 }
 
-/* Checks every key and the invariants of SPEC §2 on one JSON line. */
+/* Checks every key and the invariants of docs/CONTRACT.md §2 on one JSON line. */
 static void parse_json_line(const char *line, struct run_result *result)
 {
 	for (size_t i = 0; i < sizeof(json_keys) / sizeof(json_keys[0]); i++)
