@@ -23,6 +23,7 @@ Scenarios (CTest label `debugger`):
 Every gdb and tdstat run has a timeout; every program started is killed.
 """
 import argparse
+import csv
 import glob
 import json
 import os
@@ -152,6 +153,10 @@ def check_core(args, core, kernel):
     record = json.loads(first.stdout)
     check(record["nthreads"] == 5, "JSON nthreads", first.stdout)
     check_parked(record["nthreads"], {k: v for k, v in record["idle_by"].items() if v >= 0.005}, first.stdout)
+    table = tdstat_core(args, core, "--format", "csv")
+    rows = list(csv.DictReader(table.stdout.splitlines()))
+    check(table.returncode == 0 and len(rows) == 1 and rows[0]["nthreads"] == "5" and
+          float(rows[0]["idle_cond"]) >= 0.5, "tdstat core --format csv: one row of the 5 threads", table.stdout)
     # The window of a core ends at the dump: reading it again later
     # gives the same figures (a live clock would stretch the window).
     time.sleep(0.2)
