@@ -23,6 +23,13 @@
 #define TDCORE_MODULES_MAX 4096u
 #define TDCORE_SYMBOLS_MAX (1u << 24)
 
+/* A thread of the dump, from its NT_PRSTATUS note (notes.c). */
+struct tdcore_thread {
+	pid_t tid;
+	int cpu_known;
+	uint64_t cpu_ns;
+};
+
 /* A PT_LOAD of the core: [vaddr, vaddr + filesz) is at offset in the file;
  * the rest of [vaddr, vaddr + memsz) was left out. */
 struct tdcore_segment {

@@ -230,11 +230,3 @@ TDCORE_EXPORT void tdcore_process(const struct ps_prochandle *ph, struct tdcore_
 	if (ph && process)
 		*process = ph->process;
 }
-
-TDCORE_EXPORT int tdcore_thread(const struct ps_prochandle *ph, size_t index, struct tdcore_thread *thread)
-{
-	if (!ph || !thread || index >= ph->process.threads)
-		return -1;
-	*thread = ph->threads[index];
-	return 0;
-}

@@ -75,16 +75,6 @@ struct tdcore_process {
 };
 void tdcore_process(const struct ps_prochandle *ph, struct tdcore_process *process);
 
-/* Thread `index` (0 <= index < threads) of the dump: its TID and, in a
- * kernel core, its own CPU time (the leader's note holds the process's
- * total, which the kernel writes there).  -1 past the last. */
-struct tdcore_thread {
-	pid_t tid;
-	int cpu_known;
-	uint64_t cpu_ns;
-};
-int tdcore_thread(const struct ps_prochandle *ph, size_t index, struct tdcore_thread *thread);
-
 /* Writes one line (no newline) naming the cause and the fix for `status`
  * on core file `core_path` into buf; returns buf.  For TDCORE_CANNOT_OPEN
  * pass the errno tdcore_open left. */
