@@ -9,7 +9,7 @@
  *
  * Every other call passes straight through: the six argument registers
  * are forwarded as they came (the kernel reads as many as the call has,
- * as glibc's own syscall() does), errno is the real call's.
+ * as glibc's own syscall() does), errno is set as glibc's sets it.
  */
 #include <linux/futex.h>
 #include <stdarg.h>
@@ -85,7 +85,9 @@ __attribute__((noinline)) static long futex_wait_call(long a1, long a2, long a3,
 											     : CLOCK_MONOTONIC,
 				timeout);
 	}
-	*tdshim_errno() = error ? error : *tdshim_errno();
+	/* The real call's errno, whatever the work above did to it. */
+	if (error)
+		*tdshim_errno() = error;
 	return result;
 }
 
@@ -110,6 +112,43 @@ static long stamp_futex_wake(long result, long a1, long a2, long a5)
 	return result;
 }
 
+__attribute__((noinline)) static long tracked_syscall(long number, long a1, long a2, long a3, long a4, long a5,
+						      long a6, const void *site)
+{
+	tdshim_ensure_init();
+	/* A thread ending through the system call itself runs no destructor:
+	 * its tracking ends here. */
+	if (number == SYS_exit) {
+		tdshim_thread_end();
+		return tdshim_real_syscall(number, a1, a2, a3, a4, a5, a6);
+	}
+	if (number == SYS_futex_waitv)
+		return futex_waitv_call(a1, a2, a3, a4, a5, a6, site);
+	if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
+		return futex_wait_call(a1, a2, a3, a4, a5, a6, site);
+	return stamp_futex_wake(tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6), a1, a2, a5);
+}
+
+/* Every other call, made here as libc's syscall() makes it (the kernel's
+ * -errno becomes errno and -1), without a second trip through libc's
+ * variadic entry; where this file has no system call instruction of its
+ * own, through libc's. */
+static inline long passed_through(long number, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+#if defined(TDSHIM_HAVE_RAW_SYSCALL)
+	long result = tdshim_raw_syscall(number, a1, a2, a3, a4, a5, a6);
+
+	if (caa_unlikely((unsigned long)result > -4096UL)) {
+		*tdshim_errno() = (int)-result;
+		return -1;
+	}
+	return result;
+#else
+	tdshim_ensure_init();
+	return tdshim_real_syscall(number, a1, a2, a3, a4, a5, a6);
+#endif
+}
+
 TDSHIM_EXPORT long syscall(long number, ...)
 {
 	va_list arguments;
@@ -124,19 +163,9 @@ TDSHIM_EXPORT long syscall(long number, ...)
 	a6 = va_arg(arguments, long);
 	va_end(arguments);
 
-	tdshim_ensure_init();
-	/* A thread ending through the system call itself runs no destructor:
-	 * its tracking ends here. */
-	if (caa_unlikely(number == SYS_exit))
-		tdshim_thread_end();
-	if (number == SYS_futex) {
-		if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
-			return futex_wait_call(a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
-		return stamp_futex_wake(tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6), a1, a2, a5);
-	} else if (number == SYS_futex_waitv) {
-		return futex_waitv_call(a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
-	}
-	return tdshim_real_syscall(number, a1, a2, a3, a4, a5, a6);
+	if (caa_unlikely(number == SYS_futex || number == SYS_futex_waitv || number == SYS_exit))
+		return tracked_syscall(number, a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
+	return passed_through(number, a1, a2, a3, a4, a5, a6);
 }
 
 /* The shim's own futex calls: the raw system call, never the wrapper

@@ -108,7 +108,7 @@ enum tdstat_wait_kind {
  *      clock), a full barrier, its clock again; if more than
  *      header.stall_ns passed (it was preempted, stopped or interrupted
  *      between the read and the store), T = that later time, repeat (a
- *      few times at most);
+ *      few times at most); T is after the published since_ns;
  *   2. writes the new state into the unpublished copies (the record's
  *      and the detail's), computed from the published ones, with T as
  *      the moment of the change;

@@ -30,6 +30,7 @@
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -947,6 +948,44 @@ static void key_checks(void)
 		pthread_key_delete(keys[--created]);
 }
 
+/* ---- syscall(): every number but the futex ones passes straight
+ * through: all six arguments, the result, errno only on failure ---- */
+
+static void syscall_checks(void)
+{
+	char path[] = "/tmp/tdstat-conformance-XXXXXX";
+	int fd = mkstemp(path);
+	static const char text[] = "0123456789abcdefghij";
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (fd < 0) {
+		perror("mkstemp");
+		exit(2);
+	}
+	unlink(path);
+	/* The text at the start of the second page: only an offset
+	 * forwarded as the sixth argument finds it. */
+	if (ftruncate(fd, 2 * page) != 0 || pwrite(fd, text, sizeof(text), page) != (ssize_t)sizeof(text)) {
+		perror("conformance file");
+		exit(2);
+	}
+	EXPECT_ERRNO("syscall getpid", syscall(SYS_getpid) == getpid(), 1, 0);
+	errno = 1234;
+	long pid = syscall(SYS_getpid);
+	note("syscall getpid leaves errno alone", "%ld", errno == 1234 && pid == getpid());
+	EXPECT_ERRNO("syscall read closed fd", syscall(SYS_read, CLOSED_FD, path, 1), -1, EBADF);
+	EXPECT_ERRNO("syscall unknown number", syscall(100000), -1, ENOSYS);
+	char *mapped = (char *)syscall(SYS_mmap, NULL, (size_t)page, PROT_READ, MAP_PRIVATE, fd, (off_t)page);
+	note("syscall mmap: six arguments (the offset's page read back)", "%ld",
+	     mapped != MAP_FAILED && memcmp(mapped, text, sizeof(text)) == 0);
+	if (mapped != MAP_FAILED)
+		munmap(mapped, (size_t)page);
+	char buffer[8] = { 0 };
+	EXPECT_ERRNO("syscall pread64: four arguments", syscall(SYS_pread64, fd, buffer, 5, page + 10), 5, 0);
+	note("syscall pread64 read", "%ld", memcmp(buffer, "abcde", 5) == 0);
+	close(fd);
+}
+
 /* ---- concurrency level ---- */
 
 static void concurrency_checks(void)
@@ -987,6 +1026,7 @@ int main(void)
 	small_stack_checks();
 	key_checks();
 	concurrency_checks();
+	syscall_checks();
 	printf("summary: %d checks, %d differ from the expectation\n", checks, mismatches);
 	return 0;
 }
