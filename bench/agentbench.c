@@ -10,6 +10,12 @@
  *       "cost THREADS NTHREADS MEDIAN MEAN CLOCK": the median (over the
  *       batches) and mean us per call, and the median us the kernel takes
  *       to read the target's process CPU clock, part of every call.
+ *   agentbench iter SHIM WORKLOAD THREADS CALLS
+ *       the same target; times CALLS td_ta_thr_stats_iter walks (a
+ *       callback that adds up each thread) and as many td_ta_get_stats_ns
+ *       with the kinds.  Prints "iter THREADS HANDED MEDIAN PER_THREAD
+ *       STATS_NS": the median us per walk, that over the threads handed
+ *       out, and the median us of one td_ta_get_stats_ns.
  *   agentbench compare PID SECONDS
  *       two snapshots of PID, SECONDS apart, each taken beside the
  *       kernel's own figures; prints the averages over that window:
@@ -186,6 +192,72 @@ static int run_cost(const char *shim, const char *workload, const char *threads,
 	return 0;
 }
 
+static int add_thread(const td_thr_stats_ns_t *thread, void *data)
+{
+	uint64_t *sums = data;
+
+	sums[0]++;
+	sums[1] += thread->runnable_ns;
+	return 0;
+}
+
+/* Median us of CALLS calls of `one` (in batches of 10). */
+static double median_us(const struct target *target, long calls, td_err_e (*one)(const struct target *, uint64_t *),
+			uint64_t *handed)
+{
+	enum { BATCH = 10 };
+	long batches = calls / BATCH > 0 ? calls / BATCH : 1;
+	double *per_call = calloc(batches, sizeof(*per_call)), median;
+	td_err_e err;
+
+	for (long b = 0; b < batches; b++) {
+		uint64_t start = monotonic_ns();
+		for (int i = 0; i < BATCH; i++)
+			if ((err = one(target, handed)) != TD_OK)
+				die("agent call", err);
+		per_call[b] = (monotonic_ns() - start) / 1e3 / BATCH;
+	}
+	qsort(per_call, batches, sizeof(*per_call), compare_doubles);
+	median = per_call[batches / 2];
+	free(per_call);
+	return median;
+}
+
+static td_err_e one_walk(const struct target *target, uint64_t *handed)
+{
+	uint64_t sums[2] = { 0, 0 };
+	td_ta_stats_ns_t stats = { .size = sizeof(stats) };
+	td_err_e err = td_ta_thr_stats_iter(target->agent, add_thread, sums, &stats);
+
+	*handed = sums[0];
+	return err;
+}
+
+static td_err_e one_stats_ns(const struct target *target, uint64_t *unused)
+{
+	td_ta_stats_ns_t stats = { .size = sizeof(stats) };
+
+	(void)unused;
+	return td_ta_get_stats_ns(target->agent, &stats);
+}
+
+static int run_iter(const char *shim, const char *workload, const char *threads, long calls)
+{
+	struct target target;
+	pid_t pid = start_workload(shim, workload, "condvar", threads);
+	uint64_t handed = 0;
+
+	target_open(&target, pid);
+	median_us(&target, 20, one_walk, &handed);
+	double walk = median_us(&target, calls, one_walk, &handed);
+	double stats_ns = median_us(&target, calls, one_stats_ns, NULL);
+	printf("iter %s %" PRIu64 " %.3f %.4f %.3f\n", threads, handed, walk, handed ? walk / handed : 0.0, stats_ns);
+	target_close(&target);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+
 struct kernel_view {
 	uint64_t at_ns;
 	uint64_t runnable_ns; /* on CPU + waiting for a CPU, all tasks */
@@ -273,9 +345,12 @@ int main(int argc, char **argv)
 {
 	if (argc == 6 && strcmp(argv[1], "cost") == 0)
 		return run_cost(argv[2], argv[3], argv[4], atol(argv[5]));
+	if (argc == 6 && strcmp(argv[1], "iter") == 0)
+		return run_iter(argv[2], argv[3], argv[4], atol(argv[5]));
 	if (argc == 4 && strcmp(argv[1], "compare") == 0)
 		return run_compare((pid_t)atol(argv[2]), atof(argv[3]));
 	fprintf(stderr, "usage: agentbench cost SHIM WORKLOAD THREADS CALLS\n"
+			"       agentbench iter SHIM WORKLOAD THREADS CALLS\n"
 			"       agentbench compare PID SECONDS\n");
 	return 2;
 }

@@ -267,9 +267,24 @@ class Bench:
                      f"(nthreads {nthreads})", f"goal {goal:.0f} us", f"{float(med):.1f} us",
                      f"{float(med) / goal:.2f} of goal; kernel CPU clock {float(clock):.1f} us of it",
                      f"<= {goal:.0f} us", self.verdict(float(med) <= goal))
+        self.section_iteration()
         self.section_sampler()
 
-    def run_work(self, sampled, seconds, threads):
+    def section_iteration(self):
+        log("3. reader: td_ta_thr_stats_iter, per thread handed out")
+        for threads in self.READER_THREADS[1:]:
+            if self.args.smoke and threads > 1000:
+                continue
+            calls = 100 if self.args.smoke else 1000
+            out = subprocess.run([self.agentbench, "iter", self.shim, self.workload, str(threads),
+                                  str(calls)], capture_output=True, text=True, check=True).stdout
+            _, _, handed, walk, per_thread, stats_ns = out.split()
+            self.row("3 reader", f"td_ta_thr_stats_iter with the process figures, {threads} sleeping threads "
+                     f"({handed} handed out)", "goal 0.1 us/thread", f"{float(per_thread):.3f} us/thread",
+                     f"walk {float(walk):.1f} us; td_ta_get_stats_ns with kinds {float(stats_ns):.1f} us",
+                     "<= 0.1 us/thread", self.verdict(float(per_thread) <= 0.1))
+
+    def run_work(self, sampled, seconds, threads, options=()):
         env = self.variant_env("tdstat")
         work = subprocess.Popen([self.workload, "work", str(threads), str(seconds)], env=env,
                                 stdout=subprocess.PIPE, text=True)
@@ -277,7 +292,7 @@ class Bench:
         sampler = None
         if sampled:
             out = tempfile.TemporaryFile()
-            sampler = subprocess.Popen([self.tdstat, "-i", "0.01", str(work.pid)], stdout=out,
+            sampler = subprocess.Popen([self.tdstat, "-i", "0.01", *options, str(work.pid)], stdout=out,
                                        stderr=subprocess.DEVNULL)
         rate = float(work.stdout.read().split()[1])
         work.wait()
@@ -304,6 +319,19 @@ class Bench:
         slowdown = 1 - medians.ratio("with", "without")
         self.row("3 sampler", f"CPU-bound target, {threads} threads, {seconds:g} s: work/s while "
                  "`tdstat -i 0.01 PID` samples it at 100 Hz",
+                 f"unsampled {medians['without']:.0f}/s", f"sampled {medians['with']:.0f}/s",
+                 f"{100 * slowdown:.2f}% slower; tdstat used {100 * median(self.sampler_cpu):.2f}% "
+                 "of one CPU", "<= 1%", self.verdict(slowdown <= 0.01))
+        # Issue 11's budget: -t (a row per thread, the kernel's schedstat
+        # of each) at 100 Hz on a 1,000-thread target.
+        threads = 100 if self.args.smoke else 1000
+        self.sampler_cpu = []
+        log(f"3b. target slowdown while tdstat -t -i 0.01 samples it ({threads} CPU-bound threads)")
+        medians = self.alternate(["without", "with"], lambda v: self.run_work(v == "with", seconds,
+                                                                                 threads, ("-t",)))
+        slowdown = 1 - medians.ratio("with", "without")
+        self.row("3 sampler", f"CPU-bound target, {threads} threads, {seconds:g} s: work/s while "
+                 "`tdstat -t -i 0.01 PID` samples it at 100 Hz",
                  f"unsampled {medians['without']:.0f}/s", f"sampled {medians['with']:.0f}/s",
                  f"{100 * slowdown:.2f}% slower; tdstat used {100 * median(self.sampler_cpu):.2f}% "
                  "of one CPU", "<= 1%", self.verdict(slowdown <= 0.01))

@@ -7,10 +7,14 @@
 set -euo pipefail
 
 packages=(gcc make cmake pkg-config liburcu-dev libcriterion-dev mandoc
+          # tdstat -w and -t: the target's symbol tables (elfutils)
+          libdw-dev
+          # tests/tdstat tables_formats: the OpenMetrics parser
+          python3-prometheus-client
           python3 perl xz-utils zstd coreutils procps
-          # libtdstat_core maps core files with elfutils (libdwfl); tests/debugger
-          # drives gdb and gcore (docs/DESIGN.md, "Core files and gdb")
-          libdw-dev gdb
+          # libtdstat_core maps core files with elfutils (libdw-dev above);
+          # tests/debugger drives gdb and gcore (docs/DESIGN.md, "Core files and gdb")
+          gdb
           # tests/reliability: real threaded programs, the fuzzer, helgrind
           pigz stress-ng sysbench tar findutils bash
           clang libclang-rt-14-dev llvm valgrind

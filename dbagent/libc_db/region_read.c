@@ -296,10 +296,17 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	if (bytes->detail) {
 		/* The per-kind parts of the blocked time, within it. */
 		uint64_t left = acc_tracked - acc_runnable;
+		int most = 0;
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
 			thread->idle_ns[k] = tddb_min_u64(acc_idle[k], left);
 			left -= thread->idle_ns[k];
+			if (thread->idle_ns[k] > thread->idle_ns[most])
+				most = k;
 		}
+		/* Blocked time no kind claims (a hostile region: the shim's
+		 * kinds share it out exactly) goes to the kind of the most, so
+		 * a record's kinds, like the process's, sum to its idle time. */
+		thread->idle_ns[most] += left;
 	}
 
 	if (thread->state != TDSTAT_STATE_FREE) {
@@ -526,13 +533,15 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	return err;
 }
 
-/* The process sums (a visitor). */
+/* The process sums (a visitor), and a caller's visitor beside them. */
 struct process_sums {
 	uint32_t live;
 	uint32_t used;                 /* records that contributed anything */
 	unsigned __int128 tracked;
 	unsigned __int128 runnable;
 	unsigned __int128 idle[TDSTAT_WAIT_KIND_COUNT];
+	tddb_thread_visitor *also;
+	void *also_context;
 };
 
 static td_err_e add_thread(const struct tddb_thread *thread, void *context)
@@ -546,10 +555,16 @@ static td_err_e add_thread(const struct tddb_thread *thread, void *context)
 	sums->runnable += thread->runnable_ns;
 	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
 		sums->idle[k] += thread->idle_ns[k];
-	return TD_OK;
+	return sums->also ? sums->also(thread, sums->also_context) : TD_OK;
 }
 
 td_err_e tddb_snapshot(const struct td_thragent *agent, bool detail, struct tddb_snapshot *snapshot)
+{
+	return tddb_snapshot_visit(agent, detail, NULL, NULL, snapshot);
+}
+
+td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
+			     void *context, struct tddb_snapshot *snapshot)
 {
 	struct tddb_header_view view;
 	struct process_sums sums = { 0 };
@@ -565,9 +580,14 @@ td_err_e tddb_snapshot(const struct td_thragent *agent, bool detail, struct tddb
 		struct tddb_header_view after;
 
 		memset(&sums, 0, sizeof(sums));
+		sums.also = visitor;
+		sums.also_context = context;
 		err = tddb_threads_visit(agent, detail, add_thread, &sums, &view, &window);
-		if (err == TD_OK)
-			err = tddb_read_header(agent, &after);
+		/* A caller's visitor saw every record once: the walk cannot be
+		 * taken back, and the sums agree with what it saw. */
+		if (err != TD_OK || visitor)
+			break;
+		err = tddb_read_header(agent, &after);
 		if (err != TD_OK)
 			return err;
 		/* Controllers that never stop rewriting it (a storm of
@@ -577,6 +597,8 @@ td_err_e tddb_snapshot(const struct td_thragent *agent, bool detail, struct tddb
 		    attempt == CONTROL_COPIES_MAX / 8)
 			break;
 	}
+	if (err != TD_OK)
+		return err;
 	memset(snapshot, 0, sizeof(*snapshot));
 	snapshot->control = view.control;
 	snapshot->enabled = view.control.window_end_ns == TDSTAT_WINDOW_OPEN;

@@ -35,13 +35,22 @@ static int32_t saturate_int(uint64_t value)
 td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats)
 {
 	struct tddb_snapshot snapshot;
-	struct tddb_image image;
-	uint64_t cpu_end, cpu = 0;
 	td_err_e err;
 
 	err = tddb_snapshot(agent, kinds, &snapshot);
 	if (err != TD_OK)
 		return err;
+	return tddb_stats_from_snapshot(agent, &snapshot, stats);
+}
+
+td_err_e tddb_stats_from_snapshot(const struct td_thragent *agent, const struct tddb_snapshot *snapshot_in,
+				  td_ta_stats_ns_t *stats)
+{
+	const struct tddb_snapshot snapshot = *snapshot_in;
+	struct tddb_image image;
+	uint64_t cpu_end, cpu = 0;
+	td_err_e err;
+
 	tddb_image_query(agent, &image);
 	if (!snapshot.enabled) {
 		cpu_end = snapshot.control.cpu_end_ns;

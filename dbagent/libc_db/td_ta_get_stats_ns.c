@@ -3,30 +3,31 @@
 
 #include "thread_db_private.h"
 
-/* The size every caller must offer: the first version of the struct. */
-#define STATS_NS_FIRST_SIZE (offsetof(td_ta_stats_ns_t, snapshot_ns) + sizeof(uint64_t))
+void tddb_stats_ns_copy_out(td_ta_stats_ns_t *stats, td_ta_stats_ns_t *to_caller)
+{
+	size_t size = to_caller->size < sizeof(*stats) ? to_caller->size : sizeof(*stats);
+
+	stats->size = (uint32_t)size;
+	memcpy(to_caller, stats, size);
+}
 
 TDDB_EXPORT td_err_e td_ta_get_stats_ns(const td_thragent_t *ta, td_ta_stats_ns_t *statsp)
 {
 	struct td_thragent *agent;
 	td_ta_stats_ns_t stats;
-	size_t size;
 	td_err_e err;
 
 	err = tddb_agent_enter(ta, &agent);
 	if (err != TD_OK)
 		return err;
-	if (!statsp || statsp->size < STATS_NS_FIRST_SIZE)
+	if (!statsp || statsp->size < TDDB_STATS_NS_FIRST_SIZE)
 		err = TD_ERR;
 	else
-		err = tddb_stats_ns(agent, statsp->size >= sizeof(stats), &stats);
+		err = tddb_stats_ns(agent, statsp->size >= TDDB_STATS_NS_KINDS_SIZE, &stats);
 	tddb_agent_leave(agent);
 	if (err != TD_OK)
 		return err;
-	/* A caller built against a later, larger struct gets what we know. */
-	size = statsp->size < sizeof(stats) ? statsp->size : sizeof(stats);
-	stats.size = (uint32_t)size;
-	memcpy(statsp, &stats, size);
+	tddb_stats_ns_copy_out(&stats, statsp);
 	return TD_OK;
 }
 

@@ -154,6 +154,12 @@ td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_vi
 td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
 			    void *context, struct tddb_header_view *view, struct tddb_window *window);
 td_err_e tddb_snapshot(const struct td_thragent *agent, bool detail, struct tddb_snapshot *snapshot);
+/* tddb_snapshot in one walk that also hands every record to `visitor`:
+ * the snapshot's sums are the sums of what the visitor saw.  (No re-read
+ * when a controller changed the window during the walk: the visitor's
+ * calls cannot be taken back.) */
+td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
+			     void *context, struct tddb_snapshot *snapshot);
 
 enum tddb_control_change {
 	TDDB_CONTROL_ENABLE,
@@ -169,9 +175,21 @@ void tddb_image_query(const struct td_thragent *agent, struct tddb_image *image)
 /* Statistics (stats.c). */
 td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns);
 td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats);
+/* The 64-bit statistics of a snapshot already taken (adds the CPU clock). */
+td_err_e tddb_stats_from_snapshot(const struct td_thragent *agent, const struct tddb_snapshot *snapshot,
+				  td_ta_stats_ns_t *stats);
 void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions);
 
 uint64_t tddb_monotonic_ns(void);
+
+/* td_ta_stats_ns_t as callers offer it (td_ta_get_stats_ns.c): the size
+ * every caller must offer, the first version of the struct ... */
+#define TDDB_STATS_NS_FIRST_SIZE (offsetof(td_ta_stats_ns_t, snapshot_ns) + sizeof(uint64_t))
+/* ... a size that asks for the kinds too ... */
+#define TDDB_STATS_NS_KINDS_SIZE sizeof(td_ta_stats_ns_t)
+/* ... and what a caller built against a later, larger struct gets: what
+ * we know. */
+void tddb_stats_ns_copy_out(td_ta_stats_ns_t *stats, td_ta_stats_ns_t *to_caller);
 
 static inline uint64_t tddb_min_u64(uint64_t a, uint64_t b)
 {

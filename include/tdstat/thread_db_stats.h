@@ -9,10 +9,12 @@
  * the average number of RUNNABLE threads over [a, b] is
  * (b.runnable_ns - a.runnable_ns) / (b.window_ns - a.window_ns).
  *
- * The snapshot's window ends commit_lag (20 ms) before the moment it is
- * taken (window_start_ns + window_ns is its end): a thread woken from a
- * wait counts as runnable from the wake-up, which it learns only when it
- * runs again, so the last moments are not final yet (docs/READER.md).
+ * The snapshot's window ends when it is taken (window_start_ns +
+ * window_ns).  A thread woken from a wait counts as runnable from the
+ * wake-up, which it learns only when it runs again: a wait's last
+ * TDSTAT_COMMIT_LAG_NS (10 ms) are not final, so a thread still waiting
+ * counts as idle only up to that long before the snapshot, and a short
+ * interval may show fewer LWPs than threads (docs/READER.md).
  *
  * Everything else libc_db offers is declared by the system's <thread_db.h>,
  * with glibc's exact prototypes.
@@ -65,6 +67,65 @@ extern const char *td_wait_kind_name(unsigned int __kind);
  * A size that covers idle_by_kind_ns asks for the kinds too (a snapshot
  * that also reads the records' details). */
 extern td_err_e td_ta_get_stats_ns(const td_thragent_t *__ta, td_ta_stats_ns_t *__stats);
+
+/*
+ * Version node TDSTAT_1.2: the tracked threads one by one, in the spirit
+ * of td_ta_thr_iter (docs/CONTRACT.md §5).
+ *
+ * One thread as td_ta_thr_stats_iter() hands it out.  The library fills
+ * the struct as it knows it and sets `size` to its own sizeof; a caller
+ * built against a later, larger struct reads a field only when `size`
+ * covers it.  Times are the record's integrals in the window, by the
+ * rules of td_ta_get_stats_ns: over every record the call hands out,
+ * lwps_ns, runnable_ns and each idle_by_kind_ns add up to the process's
+ * figures that the same call returns.
+ *
+ * A record is the shim's slot for one thread at a time; a thread that
+ * ends gives its slot back for a later thread to claim (`generation`
+ * then changes).  Its integrals cover every owner the slot had in the
+ * window, the ended ones included: a slot whose last owner ended is
+ * handed out with state TDSTAT_STATE_FREE and tid 0 while its time still
+ * counts in the window.
+ */
+typedef struct td_thr_stats_ns {
+	uint32_t size;             /* sizeof(td_thr_stats_ns_t) of the library */
+	uint32_t state;            /* enum tdstat_thread_state, now */
+	int32_t tid;               /* kernel thread id; 0 before it first ran, or FREE */
+	uint32_t kind;             /* BLOCKED: enum tdstat_wait_kind of the wait it is in;
+				    * otherwise TDSTAT_WAIT_KIND_COUNT */
+	uint32_t record;           /* the slot's index in the shim's region */
+	uint32_t generation;       /* changes each time the slot gets a new owner */
+	uint64_t object;           /* BLOCKED: what it waits on (the mutex, condvar,
+				    * semaphore, futex word address; the fd for io); else 0 */
+	uint64_t site;             /* BLOCKED: return address of the interposed call it
+				    * waits in (an address in its caller); else 0 */
+	uint64_t since_ns;         /* CLOCK_MONOTONIC of its last change of state */
+	uint64_t lwps_ns;          /* tracked time in the window */
+	uint64_t runnable_ns;      /* RUNNABLE time in the window */
+	uint64_t idle_ns;          /* lwps_ns - runnable_ns */
+	uint32_t kinds;            /* entries of idle_by_kind_ns (TDSTAT_WAIT_KIND_COUNT) */
+	uint32_t reserved0;
+	uint64_t idle_by_kind_ns[TDSTAT_WAIT_KIND_COUNT]; /* sum: idle_ns */
+} td_thr_stats_ns_t;
+
+/* Called once per record; a non-zero return stops the calls (the walk
+ * still completes, so *stats stays whole). */
+typedef int td_thr_stats_iter_f(const td_thr_stats_ns_t *__thr, void *__cbdata);
+
+/*
+ * Hands every record in use (and every free one whose time still counts
+ * in the window) to `cb`, from one snapshot, and fills *stats (unless
+ * NULL; its `size` as for td_ta_get_stats_ns) with the process's figures
+ * from that same snapshot.  MT-safe; the callback runs in the caller's
+ * thread and must not call libc_db on the same agent.
+ *
+ * Errors as td_ta_get_stats_ns(): TD_BADTA, TD_ERR (cb NULL, or
+ * stats->size too small), TD_DBERR (a ps_* routine failed, or the region
+ * is corrupted), TD_MALLOC.  An error may come after some records were
+ * handed out: the caller discards them.
+ */
+extern td_err_e td_ta_thr_stats_iter(const td_thragent_t *__ta, td_thr_stats_iter_f *__cb, void *__cbdata,
+				     td_ta_stats_ns_t *__stats);
 
 #ifdef __cplusplus
 }

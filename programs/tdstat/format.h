@@ -74,6 +74,8 @@ struct tdstat_output {
 	/* openmetrics: write the Prometheus text format 0.0.4 instead (no
 	 * _created, no # UNIT, no # EOF), for scrapers that ask for it. */
 	bool prometheus_text;
+	bool threads;          /* live mode with -t: thread rows follow lines */
+	bool objects;          /* live mode with -w: object rows follow lines */
 	bool failed;           /* out of memory: the output is incomplete */
 	void *state;           /* the format's own */
 };

@@ -8,10 +8,29 @@
  */
 #include "format.h"
 
+#include <inttypes.h>
+#include <string.h>
+
+/* With -t or -w, rows of three kinds share one heading: a first column
+ * `record` says which (process, thread, object), each row fills its own
+ * columns, and the thread and object columns follow the process's.  A
+ * thread's runnable, idle, idle_KIND, untracked and window_s go in the
+ * process's columns of those names. */
+static bool tables(const struct tdstat_output *output)
+{
+	return output->mode == TDSTAT_OUTPUT_LIVE && (output->threads || output->objects);
+}
+
+#define TABLE_COLUMNS(X)                                                                        \
+	X(tid) X(name) X(state) X(wait) X(object) X(object_address) X(site) X(site_address) X(cpu) \
+	X(run_queue) X(kind) X(waiting) X(ended)
+
 static void start(struct tdstat_output *output)
 {
 	FILE *out = output->out;
 
+	if (tables(output))
+		fputs("record,", out);
 	fputs("pid", out);
 	if (output->mode == TDSTAT_OUTPUT_LIST)
 		fputs(",comm,enabled", out);
@@ -23,7 +42,13 @@ static void start(struct tdstat_output *output)
 	fputs(",stopped", out);
 	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
 		fprintf(out, ",idle_%s", td_wait_kind_name((unsigned)k));
-	fputs(",untracked\r\n", out);
+	fputs(",untracked", out);
+	if (tables(output)) {
+#define TABLE_COLUMN(key) fputs("," #key, out);
+		TABLE_COLUMNS(TABLE_COLUMN)
+#undef TABLE_COLUMN
+	}
+	fputs("\r\n", out);
 }
 
 /* Always quoted, quotes doubled (RFC 4180). */
@@ -43,6 +68,8 @@ static void process(struct tdstat_output *output, const struct tdstat_interval *
 	FILE *out = output->out;
 	bool averages = output->mode != TDSTAT_OUTPUT_LIST || line->totals.enabled;
 
+	if (tables(output))
+		fputs("process,", out);
 	fprintf(out, "%d", (int)line->pid);
 	if (output->mode == TDSTAT_OUTPUT_LIST) {
 		fputc(',', out);
@@ -68,12 +95,100 @@ static void process(struct tdstat_output *output, const struct tdstat_interval *
 		fprintf(out, ",%.6f", line->untracked);
 	else
 		fputc(',', out);
+	if (tables(output)) {
+#define EMPTY(key) fputc(',', out);
+		TABLE_COLUMNS(EMPTY)
+#undef EMPTY
+	}
 	fputs("\r\n", out);
+}
+
+static void optional(FILE *out, bool known, double value)
+{
+	if (known)
+		fprintf(out, ",%.6f", value);
+	else
+		fputc(',', out);
+}
+
+static void address(FILE *out, bool known, uint64_t value)
+{
+	if (known)
+		fprintf(out, ",0x%" PRIx64, value);
+	else
+		fputc(',', out);
+}
+
+/* The process columns a table row leaves empty or fills: counts and
+ * fractions empty, the averages of its own by name. */
+static void process_columns(FILE *out, double runnable, double idle, double window_s, bool shares)
+{
+#define EMPTY(key) fputc(',', out);
+	TDSTAT_LINE_COUNTS(EMPTY)
+	TDSTAT_LINE_FRACTIONS(EMPTY)
+#undef EMPTY
+#define AVERAGE(key)                                                   \
+	if (!strcmp(#key, "window_s"))                                 \
+		fprintf(out, ",%.6f", window_s);                       \
+	else                                                           \
+		optional(out, shares && (!strcmp(#key, "runnable") || !strcmp(#key, "idle")), \
+			 !strcmp(#key, "runnable") ? runnable : idle);
+	TDSTAT_LINE_AVERAGES(AVERAGE)
+#undef AVERAGE
+	fputc(',', out); /* stopped */
+}
+
+static void thread(struct tdstat_output *output, const struct tdstat_thread_row *row)
+{
+	FILE *out = output->out;
+	bool own = row->tracked && row->shim_known, waits = row->wait_kind >= 0;
+
+	fprintf(out, "thread,%d", (int)row->pid);
+	process_columns(out, row->runnable, row->idle, row->window_s, own);
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		optional(out, own, row->idle_by[k]);
+	optional(out, row->untracked >= 0, row->untracked);
+	fprintf(out, ",%d,", (int)row->tid);
+	csv_string(out, row->name);
+	fprintf(out, ",%s,%s,", !row->tracked ? "untracked" : row->state == TDSTAT_STATE_BLOCKED ? "blocked" : "runnable",
+		waits ? td_wait_kind_name((unsigned)row->wait_kind) : "");
+	if (waits)
+		csv_string(out, row->object_name);
+	address(out, waits, row->object);
+	fputc(',', out);
+	if (waits)
+		csv_string(out, row->site_name);
+	address(out, waits, row->site);
+	optional(out, row->has_kernel, row->cpu);
+	optional(out, row->has_kernel, row->run_queue);
+	fputs(",,,\r\n", out); /* kind, waiting, ended */
+}
+
+static void object(struct tdstat_output *output, const struct tdstat_object_row *row)
+{
+	FILE *out = output->out;
+
+	fprintf(out, "object,%d", (int)row->pid);
+	process_columns(out, 0, 0, row->window_s, false);
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		fputc(',', out);
+	fputs(",,,,,,", out); /* untracked, tid, name, state, wait; then the object */
+	if (!row->ended)
+		csv_string(out, row->object_name);
+	address(out, !row->ended, row->object);
+	fputc(',', out);
+	if (!row->ended)
+		csv_string(out, row->site_name);
+	address(out, !row->ended, row->site);
+	fprintf(out, ",,,%s,%.6f,%s\r\n", td_wait_kind_name((unsigned)row->kind), row->waiting,
+		row->ended ? "true" : "false");
 }
 
 const struct tdstat_format tdstat_format_csv_row = {
 	.name = "csv",
 	.start = start,
 	.process = process,
+	.thread = thread,
+	.object = object,
 	.summary = process,
 };

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * --format json (and --json): one object per line, keys as docs/CONTRACT.md §6
- * names them.  ps adds "comm" and "enabled", and leaves out the averages
+ * names them; -t and -w rows are objects of their own after their line
+ * (tdstat(1)).  ps adds "comm" and "enabled", and leaves out the averages
  * of a process whose gathering is off.
  */
 #include "format.h"
 
-/* comm is printable UTF-8 already (tdstat_kernel_comm): only the two
- * characters JSON reserves need escaping. */
+#include <inttypes.h>
+
+/* Names are printable UTF-8 already (tdstat_kernel_comm,
+ * tdstat_printable): only the two characters JSON reserves need
+ * escaping. */
 static void json_string(FILE *out, const char *text)
 {
 	fputc('"', out);
@@ -17,6 +21,14 @@ static void json_string(FILE *out, const char *text)
 		fputc(*text, out);
 	}
 	fputc('"', out);
+}
+
+static void idle_by(FILE *out, const double *values)
+{
+	fputs(",\"idle_by\":{", out);
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		fprintf(out, "%s\"%s\":%.6f", k ? "," : "", td_wait_kind_name((unsigned)k), values[k]);
+	fputc('}', out);
 }
 
 static void process(struct tdstat_output *output, const struct tdstat_interval *line)
@@ -43,20 +55,68 @@ static void process(struct tdstat_output *output, const struct tdstat_interval *
 	if (line->stopped != TDSTAT_STOPPED_UNKNOWN)
 		fprintf(out, ",\"stopped\":%s", line->stopped == TDSTAT_STOPPED ? "true" : "false");
 	/* idle_by: every kind of docs/CONTRACT.md §2, averages that sum to idle. */
-	if (line->has_kinds) {
-		fputs(",\"idle_by\":{", out);
-		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			fprintf(out, "%s\"%s\":%.6f", k ? "," : "", td_wait_kind_name((unsigned)k),
-				line->idle_by[k]);
-		fputc('}', out);
-	}
+	if (line->has_kinds)
+		idle_by(out, line->idle_by);
 	if (line->untracked >= 0)
 		fprintf(out, ",\"untracked\":%.6f", line->untracked);
 	fputs("}\n", out);
 }
 
+/* -t: one object per thread, after its line (tdstat(1), JSON). */
+static void thread(struct tdstat_output *output, const struct tdstat_thread_row *row)
+{
+	FILE *out = output->out;
+
+	fprintf(out, "{\"pid\":%d,\"tid\":%d,\"name\":", (int)row->pid, (int)row->tid);
+	json_string(out, row->name);
+	fprintf(out, ",\"state\":\"%s\"",
+		!row->tracked ? "untracked" : row->state == TDSTAT_STATE_BLOCKED ? "blocked" : "runnable");
+	if (row->wait_kind >= 0) {
+		fprintf(out, ",\"wait\":\"%s\",\"object\":", td_wait_kind_name((unsigned)row->wait_kind));
+		json_string(out, row->object_name);
+		fprintf(out, ",\"object_address\":\"0x%" PRIx64 "\",\"site\":", row->object);
+		json_string(out, row->site_name);
+		fprintf(out, ",\"site_address\":\"0x%" PRIx64 "\"", row->site);
+	}
+	if (row->tracked && row->shim_known) {
+		fprintf(out, ",\"runnable\":%.6f,\"idle\":%.6f", row->runnable, row->idle);
+		idle_by(out, row->idle_by);
+	}
+	if (row->has_kernel)
+		fprintf(out, ",\"cpu\":%.6f,\"run_queue\":%.6f", row->cpu, row->run_queue);
+	if (row->untracked >= 0)
+		fprintf(out, ",\"untracked\":%.6f", row->untracked);
+	fprintf(out, ",\"window_s\":%.6f}\n", row->window_s);
+}
+
+/* -w: one object per row of the objects table. */
+static void object(struct tdstat_output *output, const struct tdstat_object_row *row)
+{
+	FILE *out = output->out;
+
+	fprintf(out, "{\"pid\":%d,\"kind\":\"%s\"", (int)row->pid, td_wait_kind_name((unsigned)row->kind));
+	if (row->ended) {
+		fputs(",\"ended\":true,\"seen\":[", out);
+		for (int i = 0; i < row->seen_count; i++) {
+			if (i)
+				fputc(',', out);
+			json_string(out, row->seen_names[i]);
+		}
+		fputc(']', out);
+	} else {
+		fputs(",\"object\":", out);
+		json_string(out, row->object_name);
+		fprintf(out, ",\"object_address\":\"0x%" PRIx64 "\",\"site\":", row->object);
+		json_string(out, row->site_name);
+		fprintf(out, ",\"site_address\":\"0x%" PRIx64 "\"", row->site);
+	}
+	fprintf(out, ",\"waiting\":%.6f,\"window_s\":%.6f}\n", row->waiting, row->window_s);
+}
+
 const struct tdstat_format tdstat_format_json_row = {
 	.name = "json",
 	.process = process,
+	.thread = thread,
+	.object = object,
 	.summary = process,
 };

@@ -65,7 +65,29 @@ static const struct family {
 struct moment {
 	struct tdstat_interval *lines;
 	size_t count, capacity;
+	/* -t and -w: gauges of the last interval, after the counters. */
+	struct tdstat_thread_row *threads;
+	size_t thread_count, thread_capacity;
+	struct tdstat_object_row *objects;
+	size_t object_count, object_capacity;
 };
+
+/* Appends one element to a growing array; false when out of memory. */
+static bool append(void **array, size_t *count, size_t *capacity, size_t size, const void *element)
+{
+	if (*count == *capacity) {
+		size_t grown = *capacity ? *capacity * 2 : 16;
+		void *more = realloc(*array, grown * size);
+
+		if (!more)
+			return false;
+		*array = more;
+		*capacity = grown;
+	}
+	memcpy((char *)*array + *count * size, element, size);
+	(*count)++;
+	return true;
+}
 
 static void begin(struct tdstat_output *output)
 {
@@ -80,6 +102,8 @@ static void begin(struct tdstat_output *output)
 		}
 	}
 	moment->count = 0;
+	moment->thread_count = 0;
+	moment->object_count = 0;
 }
 
 static void process(struct tdstat_output *output, const struct tdstat_interval *line)
@@ -100,6 +124,24 @@ static void process(struct tdstat_output *output, const struct tdstat_interval *
 		moment->capacity = capacity;
 	}
 	moment->lines[moment->count++] = *line;
+}
+
+static void thread(struct tdstat_output *output, const struct tdstat_thread_row *row)
+{
+	struct moment *moment = output->state;
+
+	if (moment && !append((void **)&moment->threads, &moment->thread_count, &moment->thread_capacity,
+			      sizeof(*row), row))
+		output->failed = true;
+}
+
+static void object(struct tdstat_output *output, const struct tdstat_object_row *row)
+{
+	struct moment *moment = output->state;
+
+	if (moment && !append((void **)&moment->objects, &moment->object_count, &moment->object_capacity,
+			      sizeof(*row), row))
+		output->failed = true;
 }
 
 /* A label value: backslash, double quote and newline escaped.  comm has
@@ -239,6 +281,103 @@ static void metadata(struct tdstat_output *output, const struct family *family)
 	fprintf(out, "# HELP %s %s\n", family->name, family->help);
 }
 
+/*
+ * -t and -w: gauges over the line's interval (averages, 0 to 1 for a
+ * thread's shares), labelled by thread or by object.  They are not
+ * counters: a record's integrals belong to its slot, not to one thread
+ * (td_ta_thr_stats_iter), and an object's time is only known per
+ * interval (tdstat(1), Objects).
+ */
+enum thread_value { THREAD_RUNNABLE, THREAD_IDLE, THREAD_CPU, THREAD_RUN_QUEUE, THREAD_UNTRACKED };
+
+static const struct thread_family {
+	const char *name;
+	enum thread_value value;
+	const char *help;
+} thread_families[] = {
+	{ "tdstat_thread_runnable", THREAD_RUNNABLE, "Share of the last interval the thread was runnable (-t)." },
+	{ "tdstat_thread_idle", THREAD_IDLE, "Share of the last interval the thread waited, by wait kind (-t)." },
+	{ "tdstat_thread_cpu", THREAD_CPU, "Share of the last interval the thread was on a CPU, from schedstat (-t)." },
+	{ "tdstat_thread_run_queue", THREAD_RUN_QUEUE,
+	  "Share of the last interval the thread waited for a CPU, from schedstat (-t)." },
+	{ "tdstat_thread_untracked", THREAD_UNTRACKED,
+	  "Share of the last interval the thread was asleep in a wait the shim does not see (-t)." },
+};
+
+static void thread_labels(FILE *out, const char *name, const struct tdstat_thread_row *row, const char *kind)
+{
+	fprintf(out, "%s{pid=\"%d\",tid=\"%d\",name=\"", name, (int)row->pid, (int)row->tid);
+	label_value(out, row->name);
+	if (kind)
+		fprintf(out, "\",kind=\"%s", kind);
+	fputs("\"}", out);
+}
+
+static void thread_samples(struct tdstat_output *output, const struct thread_family *family,
+			   const struct tdstat_thread_row *row)
+{
+	FILE *out = output->out;
+	bool own = row->tracked && row->shim_known;
+
+	switch (family->value) {
+	case THREAD_RUNNABLE:
+		if (!own)
+			return;
+		thread_labels(out, family->name, row, NULL);
+		fprintf(out, " %.6f\n", row->runnable);
+		return;
+	case THREAD_IDLE:
+		for (unsigned k = 0; own && k < TDSTAT_WAIT_KIND_COUNT; k++) {
+			thread_labels(out, family->name, row, td_wait_kind_name(k));
+			fprintf(out, " %.6f\n", row->idle_by[k]);
+		}
+		return;
+	case THREAD_CPU:
+	case THREAD_RUN_QUEUE:
+		if (!row->has_kernel)
+			return;
+		thread_labels(out, family->name, row, NULL);
+		fprintf(out, " %.6f\n", family->value == THREAD_CPU ? row->cpu : row->run_queue);
+		return;
+	case THREAD_UNTRACKED:
+		if (row->untracked < 0)
+			return;
+		thread_labels(out, family->name, row, NULL);
+		fprintf(out, " %.6f\n", row->untracked);
+		return;
+	}
+}
+
+static void gauge_metadata(FILE *out, const char *name, const char *help)
+{
+	fprintf(out, "# TYPE %s gauge\n# HELP %s %s\n", name, name, help);
+}
+
+static void table_samples(struct tdstat_output *output, const struct moment *moment)
+{
+	FILE *out = output->out;
+
+	for (size_t f = 0; moment->thread_count && f < sizeof(thread_families) / sizeof(thread_families[0]); f++) {
+		gauge_metadata(out, thread_families[f].name, thread_families[f].help);
+		for (size_t i = 0; i < moment->thread_count; i++)
+			thread_samples(output, &thread_families[f], &moment->threads[i]);
+	}
+	if (!moment->object_count)
+		return;
+	gauge_metadata(out, "tdstat_object_waiting",
+		       "Threads waiting on the object from the function, on average over the last interval (-w).");
+	for (size_t i = 0; i < moment->object_count; i++) {
+		const struct tdstat_object_row *row = &moment->objects[i];
+
+		fprintf(out, "tdstat_object_waiting{pid=\"%d\",kind=\"%s\",object=\"", (int)row->pid,
+			td_wait_kind_name((unsigned)row->kind));
+		label_value(out, row->ended ? "(waits that ended)" : row->object_name);
+		fputs("\",site=\"", out);
+		label_value(out, row->site_name);
+		fprintf(out, "\"} %.6f\n", row->waiting);
+	}
+}
+
 static void end(struct tdstat_output *output)
 {
 	const struct moment *moment = output->state;
@@ -263,6 +402,8 @@ static void end(struct tdstat_output *output)
 			fprintf(out, " %d\n", gauge(family->value, line));
 		}
 	}
+	if (moment)
+		table_samples(output, moment);
 	if (!output->prometheus_text)
 		fputs("# EOF\n", out);
 }
@@ -271,8 +412,11 @@ static void close_output(struct tdstat_output *output)
 {
 	struct moment *moment = output->state;
 
-	if (moment)
+	if (moment) {
 		free(moment->lines);
+		free(moment->threads);
+		free(moment->objects);
+	}
 	free(moment);
 }
 
@@ -280,6 +424,8 @@ const struct tdstat_format tdstat_format_openmetrics_row = {
 	.name = "openmetrics",
 	.begin = begin,
 	.process = process,
+	.thread = thread,
+	.object = object,
 	.end = end,
 	.summary = process,
 	.close = close_output,

@@ -5,18 +5,43 @@
  */
 #include "format.h"
 
+#include <inttypes.h>
+#include <stdlib.h>
 #include <time.h>
 
 /* Below this average a kind, or the untracked figure, is left out of a
  * text row: it would only be noise. */
 #define SHOWN_MIN 0.005
 
+/* With -t or -w each moment is a block: the line under its header, the
+ * tables under theirs, a blank line.  What the block printed last. */
+enum printed { PRINTED_NOTHING, PRINTED_LINE, PRINTED_THREAD, PRINTED_OBJECT };
+
+struct text_state {
+	enum printed last;
+};
+
+static bool tables(const struct tdstat_output *output)
+{
+	return output->mode == TDSTAT_OUTPUT_LIVE && (output->threads || output->objects);
+}
+
+static void live_header(FILE *out)
+{
+	fprintf(out, "%-8s %8s %8s %6s %9s %8s %8s %8s %9s  %s\n", "TIME", "PID", "NTHREADS", "RCONC",
+		"RUNNABLE", "RUNNING", "LWPS", "IDLE", "WINDOW", "IDLE BY KIND");
+}
+
 static void start(struct tdstat_output *output)
 {
+	if (tables(output)) {
+		output->state = calloc(1, sizeof(struct text_state));
+		if (!output->state)
+			output->failed = true;
+		return;
+	}
 	if (output->mode == TDSTAT_OUTPUT_LIVE)
-		fprintf(output->out, "%-8s %8s %8s %6s %9s %8s %8s %8s %9s  %s\n",
-			"TIME", "PID", "NTHREADS", "RCONC", "RUNNABLE", "RUNNING",
-			"LWPS", "IDLE", "WINDOW", "IDLE BY KIND");
+		live_header(output->out);
 	else if (output->mode == TDSTAT_OUTPUT_LIST)
 		fprintf(output->out, "%8s %-16s %-9s %8s %9s %8s  %s\n",
 			"PID", "COMMAND", "GATHERING", "NTHREADS", "RUNNABLE", "IDLE",
@@ -24,14 +49,14 @@ static void start(struct tdstat_output *output)
 }
 
 /* "cond 2.00 mutex 0.98 sleep 1.00": the kinds with idle time, heaviest
- * first. */
-static void idle_by_text(char *text, size_t size, const struct tdstat_interval *line)
+ * first (of a line or of a thread). */
+static void idle_by_text(char *text, size_t size, bool has_kinds, const double *idle_by)
 {
 	bool shown[TDSTAT_WAIT_KIND_COUNT] = { false };
 	size_t used = 0;
 
 	text[0] = '\0';
-	if (!line->has_kinds) {
+	if (!has_kinds) {
 		snprintf(text, size, "-");
 		return;
 	}
@@ -39,14 +64,13 @@ static void idle_by_text(char *text, size_t size, const struct tdstat_interval *
 		int heaviest = -1;
 
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			if (!shown[k] && line->idle_by[k] >= SHOWN_MIN &&
-			    (heaviest < 0 || line->idle_by[k] > line->idle_by[heaviest]))
+			if (!shown[k] && idle_by[k] >= SHOWN_MIN && (heaviest < 0 || idle_by[k] > idle_by[heaviest]))
 				heaviest = k;
 		if (heaviest < 0 || used >= size)
 			break;
 		shown[heaviest] = true;
 		used += (size_t)snprintf(text + used, size - used, "%s%s %.2f", used ? " " : "",
-					 td_wait_kind_name((unsigned)heaviest), line->idle_by[heaviest]);
+					 td_wait_kind_name((unsigned)heaviest), idle_by[heaviest]);
 	}
 	if (!text[0])
 		snprintf(text, size, "-");
@@ -60,7 +84,7 @@ static void live_row(FILE *out, const struct tdstat_interval *line)
 
 	if (localtime_r(&now, &local))
 		strftime(clock, sizeof(clock), "%H:%M:%S", &local);
-	idle_by_text(kinds, sizeof(kinds), line);
+	idle_by_text(kinds, sizeof(kinds), line->has_kinds, line->idle_by);
 	/* docs/CONTRACT.md §7: a wait the shim cannot see passes for work; the kernel
 	 * tells, and the row says so. */
 	if (line->untracked >= 0.05)
@@ -85,17 +109,112 @@ static void list_row(FILE *out, const struct tdstat_interval *line)
 			line->comm, "off", line->nthreads, "-", "-", "-");
 		return;
 	}
-	idle_by_text(kinds, sizeof(kinds), line);
+	idle_by_text(kinds, sizeof(kinds), line->has_kinds, line->idle_by);
 	fprintf(out, "%8d %-16s %-9s %8d %9.2f %8.2f  %s\n", (int)line->pid, line->comm,
 		"on", line->nthreads, line->runnable, line->idle, kinds);
 }
 
 static void process(struct tdstat_output *output, const struct tdstat_interval *line)
 {
-	if (output->mode == TDSTAT_OUTPUT_LIST)
+	struct text_state *state = output->state;
+
+	if (output->mode == TDSTAT_OUTPUT_LIST) {
 		list_row(output->out, line);
+		return;
+	}
+	if (tables(output))
+		live_header(output->out);
+	live_row(output->out, line);
+	if (state)
+		state->last = PRINTED_LINE;
+}
+
+/* Prints `header` unless the block's last row was of the same table. */
+static void table_header(struct tdstat_output *output, enum printed table, const char *header)
+{
+	struct text_state *state = output->state;
+
+	if (!state || state->last != table)
+		fputs(header, output->out);
+	if (state)
+		state->last = table;
+}
+
+static void share_text(char *text, size_t size, bool known, double share)
+{
+	if (known)
+		snprintf(text, size, "%.2f", share);
 	else
-		live_row(output->out, line);
+		snprintf(text, size, "-");
+}
+
+/* -t: the columns of tdstat(1), "Threads". */
+static void thread(struct tdstat_output *output, const struct tdstat_thread_row *row)
+{
+	char runnable[16], idle[16], cpu[16], run_queue[16], untracked[16], kinds[256], now[600];
+	bool own = row->tracked && row->shim_known;
+
+	table_header(output, PRINTED_THREAD,
+		     "     TID NAME             RUNNABLE    CPU   RUNQ   IDLE UNTRACKED  IDLE BY KIND"
+		     "                   WAITING NOW IN\n");
+	share_text(runnable, sizeof(runnable), own, row->runnable);
+	share_text(idle, sizeof(idle), own, row->idle);
+	share_text(cpu, sizeof(cpu), row->has_kernel, row->cpu);
+	share_text(run_queue, sizeof(run_queue), row->has_kernel, row->run_queue);
+	share_text(untracked, sizeof(untracked), row->untracked >= 0, row->untracked);
+	idle_by_text(kinds, sizeof(kinds), own, row->idle_by);
+	if (!row->tracked)
+		snprintf(now, sizeof(now), "(no record: not tracked)");
+	else if (row->wait_kind < 0)
+		snprintf(now, sizeof(now), "-");
+	else if (row->site_name[0])
+		snprintf(now, sizeof(now), "%s %s in %s", td_wait_kind_name((unsigned)row->wait_kind),
+			 row->object_name, row->site_name);
+	else
+		snprintf(now, sizeof(now), "%s %s at 0x%" PRIx64, td_wait_kind_name((unsigned)row->wait_kind),
+			 row->object_name, row->site);
+	fprintf(output->out, "%8d %-16s %8s %6s %6s %6s %9s  %-30s %s\n", (int)row->tid, row->name, runnable, cpu,
+		run_queue, idle, untracked, kinds, now);
+}
+
+/* -w: the columns of tdstat(1), "Objects"; rows under SHOWN_MIN left out. */
+static void object(struct tdstat_output *output, const struct tdstat_object_row *row)
+{
+	char name[TDSTAT_NAME_SIZE * (TDSTAT_SEEN_MAX + 1)], caller[TDSTAT_NAME_SIZE];
+	size_t used = 0;
+
+	table_header(output, PRINTED_OBJECT, "KIND      WAITING  OBJECT                                   CALLER\n");
+	if (row->waiting < SHOWN_MIN)
+		return;
+	if (!row->ended) {
+		snprintf(name, sizeof(name), "%s", row->object_name);
+	} else {
+		used = (size_t)snprintf(name, sizeof(name), "(waits that ended");
+		for (int i = 0; i < row->seen_count && used < sizeof(name); i++)
+			used += (size_t)snprintf(name + used, sizeof(name) - used, "%s%s", i ? ", " : ": ",
+						 row->seen_names[i]);
+		if (used < sizeof(name))
+			snprintf(name + used, sizeof(name) - used, "%s)", row->seen_more ? ", ..." : "");
+	}
+	if (row->ended)
+		snprintf(caller, sizeof(caller), "-");
+	else if (row->site_name[0])
+		snprintf(caller, sizeof(caller), "%s", row->site_name);
+	else
+		snprintf(caller, sizeof(caller), "0x%" PRIx64, row->site);
+	fprintf(output->out, "%-8s %8.2f  %-40s %s\n", td_wait_kind_name((unsigned)row->kind), row->waiting, name,
+		caller);
+}
+
+static void end(struct tdstat_output *output)
+{
+	if (tables(output))
+		fputc('\n', output->out);
+}
+
+static void close_output(struct tdstat_output *output)
+{
+	free(output->state);
 }
 
 static void summary_line(FILE *out, double value, const char *name,
@@ -134,5 +253,9 @@ const struct tdstat_format tdstat_format_text_row = {
 	.name = "text",
 	.start = start,
 	.process = process,
+	.thread = thread,
+	.object = object,
+	.end = end,
 	.summary = summary,
+	.close = close_output,
 };

@@ -2,7 +2,7 @@
 /*
  * tdstat: concurrency statistics of a live process (docs/CONTRACT.md §6).
  *
- *   tdstat [-i SECS] [-c COUNT] [--format F] PID
+ *   tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] PID
  *   tdstat enable|disable|reset PID
  *   tdstat run [--format F] [-o FILE] -- CMD [ARG...]
  *   tdstat core [--format F] COREFILE [EXECUTABLE]
@@ -29,7 +29,7 @@ enum { OPTION_JSON = 256, OPTION_FORMAT };
 	{ "json", no_argument, NULL, OPTION_JSON }
 
 static const char usage_text[] =
-	"Usage: tdstat [-i SECS] [-c COUNT] [--format F] PID\n"
+	"Usage: tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] PID\n"
 	"       tdstat enable|disable|reset PID\n"
 	"       tdstat run [--format F] [-o FILE] -- CMD [ARG...]\n"
 	"       tdstat core [--format F] COREFILE [EXECUTABLE]\n"
@@ -41,6 +41,10 @@ static const char usage_text[] =
 	"                   window so far, each later one the last interval\n"
 	"  -i, --interval SECS  seconds between lines (default 1)\n"
 	"  -c, --count COUNT    print COUNT lines, then exit (default: until ^C)\n"
+	"  -t, --threads    a row per thread under each line: its runnable, CPU,\n"
+	"                   run-queue, idle by kind and untracked shares\n"
+	"  -w, --objects    the objects idle time went to, heaviest first, named\n"
+	"                   from the target's symbol tables, with their callers\n"
 	"  --format F       text (default), json (one object per line), csv,\n"
 	"                   openmetrics (one exposition per line, # EOF ended)\n"
 	"  --json           the same as --format json\n"
@@ -146,18 +150,26 @@ static int main_watch(int argc, char **argv)
 	static const struct option long_options[] = {
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'c' },
+		{ "threads", no_argument, NULL, 't' },
+		{ "objects", no_argument, NULL, 'w' },
 		FORMAT_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tdstat_watch_options options = { .interval_s = 1.0 };
 	int option, status;
 
-	while ((option = getopt_long(argc, argv, "+:i:c:", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, "+:i:c:tw", long_options, NULL)) != -1) {
 		if (format_option(option, optarg, &options.format, &status))
 			continue;
 		if (status != TDSTAT_EXIT_OK)
 			return status;
 		switch (option) {
+		case 't':
+			options.threads = true;
+			break;
+		case 'w':
+			options.objects = true;
+			break;
 		case 'i':
 			if (parse_interval(optarg, &options.interval_s) < 0)
 				return usage_error("bad interval: ", optarg);

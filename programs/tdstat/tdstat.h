@@ -7,6 +7,10 @@
  *   interval.c  two 64-bit snapshots -> averages and int fractions
  *   format*.c   the output formats: one table, one file per format (format.h)
  *   watch.c     live mode
+ *   reading.c   the threads one by one and the kernel's view (-t, -w)
+ *   threads.c   -t: a row per thread over an interval
+ *   objects.c   -w: the objects idle time went to
+ *   symbolize.c names from the target's symbol tables (elfutils)
  *   control.c   enable, disable, reset
  *   run.c       run CMD under the shim, read it at its exit stop
  *   privilege.c does CMD gain privileges (setuid...) when it starts
@@ -75,18 +79,76 @@ struct tdstat_interval {
 	td_ta_stats_ns_t totals;
 };
 
-/* The kernel's own runnable time of a process: on a CPU plus in the run
- * queue, summed over its threads (/proc/PID/task/TID/schedstat). */
+/* The kernel's own runnable time of a process's threads: on a CPU plus
+ * in the run queue (/proc/PID/task/TID/schedstat), sorted by tid. */
 struct tdstat_kernel_sample {
 	uint64_t taken_ns;   /* CLOCK_MONOTONIC */
 	size_t count;
 	struct tdstat_kernel_thread {
 		pid_t tid;
-		uint64_t runnable_ns;
+		uint64_t runnable_ns;  /* on_cpu_ns + run_queue_ns */
+		uint64_t on_cpu_ns;
+		uint64_t run_queue_ns; /* runnable, waiting for a CPU */
 	} *threads;
 };
 
 struct tdstat_format; /* format.h */
+struct tdstat_symbolizer; /* symbolize.c */
+
+/* One reading of a live target (reading.c): the threads one by one and
+ * the process from the same walk, the kernel's figures after it. */
+struct tdstat_reading {
+	td_ta_stats_ns_t stats;
+	size_t count;
+	td_thr_stats_ns_t *threads; /* in record order */
+	struct tdstat_kernel_sample kernel;
+	bool kernel_valid;
+};
+
+/* Room for a name made for people: a symbol, "fd 3 pipe:[123]". */
+#define TDSTAT_NAME_SIZE 256
+
+/* A row of -t (threads.c): one thread over an interval.  Shares are
+ * averages over the interval, 0 to 1; names are printable UTF-8. */
+struct tdstat_thread_row {
+	pid_t pid;
+	pid_t tid;
+	char name[TDSTAT_COMM_SIZE]; /* /proc/PID/task/TID/comm */
+	bool tracked;           /* the shim has a record of it */
+	bool shim_known;        /* runnable, idle and idle_by are its own (threads.c) */
+	uint32_t state;         /* enum tdstat_thread_state, now */
+	int wait_kind;          /* enum tdstat_wait_kind it waits in now, or -1 */
+	uint64_t object, site;  /* of that wait */
+	char object_name[TDSTAT_NAME_SIZE]; /* tdstat_object_name */
+	char site_name[TDSTAT_NAME_SIZE];   /* the caller's function, "" if unknown */
+	double runnable, idle, idle_by[TDSTAT_WAIT_KIND_COUNT];
+	bool has_kernel;        /* cpu and run_queue known */
+	double cpu, run_queue;  /* schedstat: on a CPU, waiting for one */
+	double untracked;       /* runnable - (cpu + run_queue), at least 0; < 0: unknown */
+	double window_s;
+};
+
+/* A row of -w (objects.c): where idle time went over an interval. */
+struct tdstat_object_row {
+	pid_t pid;
+	int kind;               /* enum tdstat_wait_kind */
+	bool ended;             /* the kind's waits that no reading saw current */
+	uint64_t object;
+	uint64_t site;          /* a return address of a wait on it */
+	uint64_t function;      /* start of the caller's function (site if unknown) */
+	char object_name[TDSTAT_NAME_SIZE]; /* tdstat_object_name; "" when ended */
+	char site_name[TDSTAT_NAME_SIZE];   /* the caller's function, "" if unknown */
+	uint64_t idle_ns;
+	double waiting;         /* threads waiting on it, on average */
+	double window_s;
+	/* ended: objects of waits current at the first reading that ended
+	 * in the interval (some of the row's time is theirs). */
+#define TDSTAT_SEEN_MAX 3
+	int seen_count;
+	bool seen_more;
+	uint64_t seen[TDSTAT_SEEN_MAX];
+	char seen_names[TDSTAT_SEEN_MAX][TDSTAT_NAME_SIZE];
+};
 
 /* Prints "tdstat: <message>\n" on stderr: every error is one such line. */
 void tdstat_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
@@ -118,12 +180,51 @@ bool tdstat_same_window(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b);
 /* Samples pid's threads; false when /proc does not let us. */
 bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample);
 void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample);
-/* The kernel's runnable average between two samples: threads present in
- * both count their growth, threads new in `to` all they have. */
-double tdstat_kernel_runnable(const struct tdstat_kernel_sample *from, const struct tdstat_kernel_sample *to);
+/* The thread tid of a sample, or NULL. */
+const struct tdstat_kernel_thread *tdstat_kernel_thread_find(const struct tdstat_kernel_sample *sample, pid_t tid);
 /* pid's name from /proc/PID/comm, invalid UTF-8 and control characters
  * replaced by '?'; false (and "" in comm) when it cannot be read. */
 bool tdstat_kernel_comm(pid_t pid, char comm[TDSTAT_COMM_SIZE]);
+/* The same for one thread, /proc/PID/task/TID/comm. */
+bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]);
+/* text made printable UTF-8 in place, as tdstat_kernel_comm does. */
+void tdstat_printable(char *text);
+
+/* reading.c */
+/* On failure returns the td_err_e and leaves nothing to free. */
+td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading);
+void tdstat_reading_free(struct tdstat_reading *reading);
+/* The thread of a record in a reading (NULL reading, or none: NULL). */
+const td_thr_stats_ns_t *tdstat_reading_record(const struct tdstat_reading *reading, uint32_t record);
+/* CLOCK_MONOTONIC end of the reading's window. */
+uint64_t tdstat_reading_end_ns(const struct tdstat_reading *reading);
+
+/* threads.c: the rows of -t over [from, to] (from NULL: the window so
+ * far), sorted by tid, without names; *rows is malloc'd. */
+size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const struct tdstat_reading *to,
+			  struct tdstat_thread_row **rows);
+/* Their names (the thread's, its wait's object and caller), to print. */
+void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat_thread_row *rows, size_t count);
+/* The process's untracked average from the rows over an interval; < 0
+ * when not known. */
+double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count);
+
+/* objects.c: the rows of -w over [from, to], heaviest first, names
+ * resolved; *rows is malloc'd. */
+size_t tdstat_object_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
+			  const struct tdstat_reading *to, struct tdstat_object_row **rows);
+/* The object of a wait of `kind`, named for people. */
+void tdstat_object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kind, uint64_t object, char *name,
+			size_t size);
+
+/* symbolize.c: names from the target's symbol tables (elfutils). */
+struct tdstat_symbolizer *tdstat_symbolizer_open(pid_t pid); /* NULL: no names */
+void tdstat_symbolizer_close(struct tdstat_symbolizer *symbolizer);
+/* The symbol holding address ("name" or "name+OFFSET"); false if none. */
+bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t address, char *name, size_t size);
+/* The function a return address returns into, and its start. */
+bool tdstat_symbolize_caller(struct tdstat_symbolizer *symbolizer, uint64_t return_address, char *name, size_t size,
+			     uint64_t *function);
 
 
 /* privilege.c */
@@ -144,6 +245,8 @@ struct tdstat_watch_options {
 	double interval_s;
 	long count; /* rows to print; 0: until interrupted */
 	const struct tdstat_format *format;
+	bool threads; /* -t: a row per thread */
+	bool objects; /* -w: the objects waited on */
 };
 int tdstat_watch(const struct tdstat_watch_options *options);
 

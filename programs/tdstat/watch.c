@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Live mode: `tdstat [-i SECS] [-c COUNT] [--format F] PID`.
+ * Live mode: `tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] PID`.
  *
  * The first line covers the window so far; each later line the last
  * interval only, the difference of two snapshots of the same window.  A
@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -80,42 +81,48 @@ static bool target_stopped(pid_t pid)
 	return state == 'T' || state == 't';
 }
 
-/* The kernel's figures at the previous line, for `untracked`. */
-static struct tdstat_kernel_sample kernel_previous;
-static bool kernel_previous_valid;
-
+/* A line over [from, to] of one window (from NULL: the window so far),
+ * then the rows of -t and -w under it, as one moment of the output. */
 static void print_line(const struct tdstat_watch_options *options, struct tdstat_output *output,
-		       const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to)
+		       struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
+		       const struct tdstat_reading *to)
 {
 	struct tdstat_interval interval;
-	struct tdstat_kernel_sample kernel;
-	bool kernel_valid = tdstat_kernel_sample(options->pid, &kernel);
+	struct tdstat_thread_row *threads;
+	struct tdstat_object_row *objects = NULL;
+	size_t thread_count = tdstat_thread_rows(options->pid, from, to, &threads);
+	size_t object_count = 0;
 
-	tdstat_interval_compute(&interval, options->pid, from, to);
+	tdstat_interval_compute(&interval, options->pid, from ? &from->stats : NULL, &to->stats);
 	tdstat_kernel_comm(options->pid, interval.comm);
 	interval.stopped = target_stopped(options->pid) ? TDSTAT_STOPPED : TDSTAT_RUNNING;
-	/* Known over an interval between two lines (the kernel keeps no
+	/* Known over an interval between two readings (the kernel keeps no
 	 * figure since the window's start); a stopped process is asleep for
 	 * the kernel without any wait of its own. */
-	if (from && kernel_valid && kernel_previous_valid && interval.stopped == TDSTAT_RUNNING) {
-		double kernel_runnable = tdstat_kernel_runnable(&kernel_previous, &kernel);
-		interval.untracked = interval.runnable > kernel_runnable ? interval.runnable - kernel_runnable : 0;
-	}
-	tdstat_kernel_sample_free(&kernel_previous);
-	kernel_previous = kernel;
-	kernel_previous_valid = kernel_valid;
+	if (interval.stopped == TDSTAT_RUNNING)
+		interval.untracked = tdstat_untracked(threads, thread_count);
+	if (options->threads)
+		tdstat_thread_rows_name(symbolizer, threads, thread_count);
+	if (options->objects)
+		object_count = tdstat_object_rows(options->pid, symbolizer, from, to, &objects);
 	tdstat_output_begin(output);
 	tdstat_output_process(output, &interval);
+	for (size_t i = 0; options->threads && i < thread_count; i++)
+		tdstat_output_thread(output, &threads[i]);
+	for (size_t i = 0; i < object_count; i++)
+		tdstat_output_object(output, &objects[i]);
 	tdstat_output_end(output);
+	free(threads);
+	free(objects);
 }
 
 /* One tick after the first line.  Returns -1 to stop with *status set. */
-static int watch_tick(const struct tdstat_watch_options *options,
-		      struct tdstat_output *output, const struct tdstat_target *target,
-		      td_ta_stats_ns_t *previous, int *status)
+static int watch_tick(const struct tdstat_watch_options *options, struct tdstat_output *output,
+		      const struct tdstat_target *target, struct tdstat_symbolizer *symbolizer,
+		      struct tdstat_reading *previous, int *status)
 {
-	td_ta_stats_ns_t current;
-	td_err_e err = tdstat_target_snapshot(target, &current);
+	struct tdstat_reading current;
+	td_err_e err = tdstat_reading_take(target, &current);
 
 	if (err != TD_OK) {
 		if (tdstat_target_vanished(target, err)) {
@@ -127,50 +134,54 @@ static int watch_tick(const struct tdstat_watch_options *options,
 		}
 		return -1;
 	}
-	if (!current.enabled) {
-		if (previous->enabled)
+	if (!current.stats.enabled) {
+		if (previous->stats.enabled)
 			say_gathering_off(options->pid);
-	} else if (previous->enabled && tdstat_same_window(previous, &current)) {
-		print_line(options, output, previous, &current);
+	} else if (previous->stats.enabled && tdstat_same_window(&previous->stats, &current.stats)) {
+		print_line(options, output, symbolizer, previous, &current);
 	} else {
-		print_line(options, output, NULL, &current);
+		print_line(options, output, symbolizer, NULL, &current);
 	}
+	tdstat_reading_free(previous);
 	*previous = current;
 	return 0;
 }
 
-static int watch_target(const struct tdstat_watch_options *options,
-			struct tdstat_output *output, const struct tdstat_target *target)
+static int watch_target(const struct tdstat_watch_options *options, struct tdstat_output *output,
+			const struct tdstat_target *target, struct tdstat_symbolizer *symbolizer)
 {
-	td_ta_stats_ns_t previous;
+	struct tdstat_reading previous;
 	struct timespec deadline;
 	td_err_e err;
 	int status = TDSTAT_EXIT_OK;
 
-	err = tdstat_target_snapshot(target, &previous);
+	err = tdstat_reading_take(target, &previous);
 	if (err != TD_OK) {
 		tdstat_target_explain(target, err);
 		return TDSTAT_EXIT_FAILURE;
 	}
-	if (!previous.enabled) {
+	if (!previous.stats.enabled) {
 		say_gathering_off(options->pid);
+		tdstat_reading_free(&previous);
 		return TDSTAT_EXIT_FAILURE;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	tdstat_output_start(output);
-	print_line(options, output, NULL, &previous);
+	print_line(options, output, symbolizer, NULL, &previous);
 	for (long tick = 1; options->count == 0 || tick < options->count; tick++) {
 		add_seconds(&deadline, options->interval_s);
 		if (!sleep_until(&deadline))
 			break;
-		if (watch_tick(options, output, target, &previous, &status) < 0)
+		if (watch_tick(options, output, target, symbolizer, &previous, &status) < 0)
 			break;
 	}
+	tdstat_reading_free(&previous);
 	return status;
 }
 
 int tdstat_watch(const struct tdstat_watch_options *options)
 {
+	struct tdstat_symbolizer *symbolizer = NULL;
 	struct tdstat_target target;
 	struct tdstat_output output;
 	int status;
@@ -178,9 +189,15 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 	catch_interrupts();
 	if (tdstat_target_open(&target, options->pid) < 0)
 		return TDSTAT_EXIT_FAILURE;
+	/* Names for -t and -w; without them, addresses. */
+	if (options->threads || options->objects)
+		symbolizer = tdstat_symbolizer_open(options->pid);
 	tdstat_output_init(&output, options->format, stdout, TDSTAT_OUTPUT_LIVE);
-	status = watch_target(options, &output, &target);
+	output.threads = options->threads;
+	output.objects = options->objects;
+	status = watch_target(options, &output, &target, symbolizer);
 	tdstat_output_close(&output);
+	tdstat_symbolizer_close(symbolizer);
 	tdstat_target_close(&target);
 	if (status == TDSTAT_EXIT_OK && output.failed) {
 		tdstat_error("out of memory while writing the statistics");

@@ -65,6 +65,51 @@ static void expect_sane(const td_ta_stats_t *s)
 	cr_assert_geq(s->a_concurrency_num, 0);
 }
 
+/* What td_ta_thr_stats_iter handed out, added up. */
+struct thread_sums {
+	uint64_t count, lwps, runnable, by_kind[TDSTAT_WAIT_KIND_COUNT];
+};
+
+/* Each record keeps the invariants on its own, whatever the region says. */
+static int add_thread(const td_thr_stats_ns_t *t, void *data)
+{
+	struct thread_sums *sums = data;
+	uint64_t kinds = 0;
+
+	cr_assert_leq(t->runnable_ns, t->lwps_ns);
+	cr_assert_eq(t->idle_ns, t->lwps_ns - t->runnable_ns);
+	cr_assert_leq(t->state, TDSTAT_STATE_BLOCKED);
+	cr_assert(t->state == TDSTAT_STATE_BLOCKED ? t->kind < TDSTAT_WAIT_KIND_COUNT
+						   : t->kind == TDSTAT_WAIT_KIND_COUNT && t->object == 0);
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
+		kinds += t->idle_by_kind_ns[k];
+		sums->by_kind[k] += t->idle_by_kind_ns[k];
+	}
+	cr_assert_eq(kinds, t->idle_ns);
+	sums->count++;
+	sums->lwps += t->lwps_ns;
+	sums->runnable += t->runnable_ns;
+	return 0;
+}
+
+/* The thread iteration: per-record invariants, and records that add up
+ * to the process figures of the same call. */
+static void exercise_iteration(td_thragent_t *ta)
+{
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	struct thread_sums sums = { 0 };
+	td_err_e err = td_ta_thr_stats_iter(ta, add_thread, &sums, &ns);
+
+	cr_assert_neq(err, TD_MALLOC);
+	if (err != TD_OK)
+		return;
+	cr_assert_leq(sums.count, 64);
+	cr_assert_eq(sums.lwps, ns.lwps_ns);
+	cr_assert_eq(sums.runnable, ns.runnable_ns);
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		cr_assert_eq(sums.by_kind[k], ns.idle_by_kind_ns[k]);
+}
+
 /* Every call on an agent for the current image: errors are fine,
  * TD_MALLOC (a huge allocation was tried) and crashes are not. */
 static void exercise(td_thragent_t *ta)
@@ -73,6 +118,8 @@ static void exercise(td_thragent_t *ta)
 	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
 	td_err_e err;
 	int n;
+
+	exercise_iteration(ta);
 
 	err = td_ta_get_stats(ta, &s);
 	cr_assert_neq(err, TD_MALLOC);
@@ -211,6 +258,28 @@ Test(agent_hostile, random_record_bytes)
 		for (uint32_t i = 0; i < 64; i++)
 			fake_record(&target, i)->seq &= ~1u;
 		try_image();
+	}
+}
+
+/* Details (kinds, objects, per-kind accumulators) that say anything. */
+Test(agent_hostile, random_detail_bytes)
+{
+	struct tdstat_region_header *h = fake_header(&target);
+	unsigned char *details = target.image + h->details_offset;
+	unsigned int seed = 99;
+
+	h->control.window_start_ns = fake_monotonic_ns() - 1000000000u;
+	h->control.window_end_ns = TDSTAT_WINDOW_OPEN;
+	for (uint32_t i = 0; i < 64; i++) {
+		fake_copy(&target, i)->epoch_ns = h->control.window_start_ns;
+		fake_copy(&target, i)->kind = i % TDSTAT_WAIT_KIND_COUNT;
+		fake_copy(&target, i)->acc_tracked_ns = 100000000u + i;
+		fake_copy(&target, i)->acc_runnable_ns = i * 1000u;
+	}
+	for (int round = 0; round < 200; round++) {
+		for (size_t i = 0; i < 64 * sizeof(struct tdstat_detail); i++)
+			details[i] = (unsigned char)rand_r(&seed);
+		cr_assert_eq(try_image(), TD_OK);
 	}
 }
 

@@ -48,14 +48,21 @@ static bool sane(const td_ta_stats_t *s)
 	       s->nidle_num == s->nlwps_num - s->nrunnable_num;
 }
 
+static int count_thread(const td_thr_stats_ns_t *thread, void *data)
+{
+	if (thread->state != TDSTAT_STATE_FREE)
+		++*(int *)data;
+	return 0;
+}
+
 /* Every entry point once; `deleted_ok` when the agent may vanish. */
 static void call_everything(td_thragent_t *ta, int round, bool deleted_ok)
 {
 	struct ps_prochandle *ph;
 	td_ta_stats_t s;
 	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
-	td_err_e results[7];
-	int n = 0;
+	td_err_e results[8];
+	int n = 0, live = 0;
 
 	results[0] = td_ta_get_stats(ta, &s);
 	if (results[0] == TD_OK)
@@ -72,7 +79,10 @@ static void call_everything(td_thragent_t *ta, int round, bool deleted_ok)
 	results[4] = round % 7 == 0 ? td_ta_enable_stats(ta, round % 2) : TD_OK;
 	results[5] = round % 5 == 0 ? td_ta_reset_stats(ta) : TD_OK;
 	results[6] = td_ta_setconcurrency(ta, round % 4);
-	for (int i = 0; i < 7; i++)
+	results[7] = td_ta_thr_stats_iter(ta, count_thread, &live, NULL);
+	if (results[7] == TD_OK)
+		check(live == 200);
+	for (int i = 0; i < 8; i++)
 		check(results[i] == TD_OK || (deleted_ok && results[i] == TD_BADTA));
 }
 

@@ -2,7 +2,8 @@
 /*
  * libFuzzer target: libc_db against a hostile target.  The fuzzer's input
  * is a fake process: a 16-byte script (how ps_pglobal_lookup answers, which
- * ps_* calls fail, the td_* calls to make) followed by the bytes of the
+ * ps_* calls fail, the td_* calls to make: op % 8 picks the call, 7 with
+ * the high bit set the thread iteration) followed by the bytes of the
  * "region" that ps_pdread serves at the address the lookup gave.
  *
  * The library must never crash, hang, leak or allocate without bound
@@ -138,6 +139,42 @@ static void check_integrals(const td_ta_stats_ns_t *s)
 	}
 }
 
+/* td_ta_thr_stats_iter: each record keeps the invariants, and the
+ * records add up to the process figures of the same call. */
+struct thread_sums {
+	uint64_t lwps, runnable, by_kind[TDSTAT_WAIT_KIND_COUNT];
+};
+
+static int add_thread(const td_thr_stats_ns_t *t, void *data)
+{
+	struct thread_sums *sums = data;
+	uint64_t kinds = 0;
+
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
+		kinds += t->idle_by_kind_ns[k];
+		sums->by_kind[k] += t->idle_by_kind_ns[k];
+	}
+	if (t->runnable_ns > t->lwps_ns || t->idle_ns != t->lwps_ns - t->runnable_ns || t->state > TDSTAT_STATE_BLOCKED ||
+	    (t->kinds && kinds != t->idle_ns) ||
+	    (t->state == TDSTAT_STATE_BLOCKED ? t->kind >= TDSTAT_WAIT_KIND_COUNT : t->object != 0)) {
+		fprintf(stderr, "fuzz_agent: a thread breaks the invariants\n");
+		abort();
+	}
+	sums->lwps += t->lwps_ns;
+	sums->runnable += t->runnable_ns;
+	return 0;
+}
+
+static void check_thread_sums(const struct thread_sums *sums, const td_ta_stats_ns_t *s)
+{
+	check_integrals(s);
+	if (sums->lwps != s->lwps_ns || sums->runnable != s->runnable_ns ||
+	    memcmp(sums->by_kind, s->idle_by_kind_ns, sizeof(sums->by_kind)) != 0) {
+		fprintf(stderr, "fuzz_agent: threads do not add up to the process\n");
+		abort();
+	}
+}
+
 static void check_error(td_err_e err)
 {
 	/* What a hostile or failing target may produce; never TD_BADTA etc. */
@@ -206,6 +243,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			case 5: err = td_ta_reset_stats(ta); break;
 			case 6: err = td_ta_setconcurrency(ta, op); break;
 			default:
+				if (op & 0x80) {
+					struct thread_sums sums = { 0 };
+
+					err = td_ta_thr_stats_iter(ta, add_thread, &sums, &ns);
+					if (err == TD_OK)
+						check_thread_sums(&sums, &ns);
+					break;
+				}
 				/* the target changes under the reader */
 				if (ph.size)
 					ph.image[(op * 131u + i * 17u) % ph.size] ^= (uint8_t)(op | 1);

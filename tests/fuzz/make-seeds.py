@@ -42,6 +42,7 @@ seeds = {
     "live-odd-seq": script(0, 16, 0, [0, 1]) + region,
     "live-bad-pid": script(0, 4, 0, [1, 3, 4]) + region,
     "live-mutating": script(0, 0, 0, [7, 0, 15, 1, 23, 2, 31, 0]) + region,
+    "live-thread-iteration": script(0, 0, 0, [0x87, 0x8f, 7, 0x87, 5, 0x87]) + region,
     "header-only": script(0, 2, 0, [0, 1, 2]) + region[:256],
     "nosym": script(1, 0, 0, []) + region[:256],
     "lookup-error": script(2, 0, 0, []) + region[:256],

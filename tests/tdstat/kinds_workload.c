@@ -6,10 +6,14 @@
  *            nanosleep holding it, one in poll on a pipe, main in
  *            pthread_join of the sleeper.  Prints "ready" and stays so
  *            until killed.
+ *   pingpong two threads take turns through `turn_changed`, sleeping
+ *            200 us in each turn: waits that begin and end between two
+ *            readings of tdstat.  Prints "ready"; runs until killed.
  */
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static pthread_mutex_t parked_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -52,9 +56,46 @@ static void *in_poll(void *unused)
 	return unused;
 }
 
-int main(void)
+static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t turn_changed = PTHREAD_COND_INITIALIZER;
+static int turn;
+
+static void *take_turns(void *mine)
+{
+	int me = (int)(long)mine;
+
+	for (;;) {
+		pthread_mutex_lock(&turn_lock);
+		while (turn != me)
+			pthread_cond_wait(&turn_changed, &turn_lock);
+		pthread_mutex_unlock(&turn_lock);
+		usleep(200);
+		pthread_mutex_lock(&turn_lock);
+		turn = !me;
+		pthread_cond_signal(&turn_changed);
+		pthread_mutex_unlock(&turn_lock);
+	}
+	return NULL;
+}
+
+static int ping_pong(void)
+{
+	pthread_t threads[2];
+
+	pthread_create(&threads[0], NULL, take_turns, (void *)0L);
+	pthread_create(&threads[1], NULL, take_turns, (void *)1L);
+	printf("ready\n");
+	fflush(stdout);
+	pthread_join(threads[0], NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	pthread_t threads[5];
+
+	if (argc > 1 && strcmp(argv[1], "pingpong") == 0)
+		return ping_pong();
 
 	if (pipe(pipe_ends) != 0)
 		return 1;
