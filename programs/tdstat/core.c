@@ -9,6 +9,9 @@
  * the last state change, wake-up or pending stamp any thread made.  The
  * CPU time is the one the kernel wrote into the core's NT_PRSTATUS
  * notes; gcore writes none, and then the running figure is unknown.
+ * -t and -w: the threads' rows and the objects waited on, from the same
+ * walk, named from the symbol tables of the files the core names; a core
+ * holds no thread names and no descriptor table.
  *
  * libtdstat_core is linked before libtdstat_ps: its ps_* routines serve
  * its handles and pass every other to the live provider (ps_core.h).
@@ -16,6 +19,7 @@
 #include "format.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <tdstat/ps_core.h>
@@ -82,19 +86,49 @@ static void describe(const struct tdstat_core_options *options, const struct tdc
 	printf("window: %.3f s, ending at the last moment the records prove\n", interval->window_s);
 }
 
+/* Rows of -t and -w from one reading of the core (its window so far).
+ * They are computed for pid 0, which names no /proc entry: what the
+ * command would look up there (thread names, descriptors) belongs to
+ * whatever process has the core's PID now, not to the core. */
 static void print(const struct tdstat_core_options *options, const struct tdcore_process *process,
-		  const td_ta_stats_ns_t *stats, const struct tdstat_interval *interval)
+		  const struct tdstat_reading *reading, const struct tdstat_interval *interval)
 {
+	struct tdstat_symbolizer *symbolizer = NULL;
+	struct tdstat_thread_row *threads = NULL;
+	struct tdstat_object_row *objects = NULL;
+	size_t thread_count = 0, object_count = 0;
 	struct tdstat_output output;
 
+	if (options->threads || options->objects)
+		symbolizer = tdstat_symbolizer_open_core(options->core_path, options->executable_path);
+	if (options->threads) {
+		thread_count = tdstat_thread_rows(0, NULL, reading, &threads);
+		tdstat_thread_rows_name(symbolizer, threads, thread_count);
+		for (size_t i = 0; i < thread_count; i++)
+			threads[i].pid = process->pid;
+	}
+	if (options->objects) {
+		object_count = tdstat_object_rows(0, symbolizer, NULL, reading, &objects);
+		for (size_t i = 0; i < object_count; i++)
+			objects[i].pid = process->pid;
+	}
 	tdstat_output_init(&output, options->format, stdout, TDSTAT_OUTPUT_LIVE);
+	output.threads = options->threads;
+	output.objects = options->objects;
 	if (output.format == &tdstat_format_text_row)
-		describe(options, process, stats, interval);
+		describe(options, process, &reading->stats, interval);
 	tdstat_output_start(&output);
 	tdstat_output_begin(&output);
 	tdstat_output_process(&output, interval);
+	for (size_t i = 0; i < thread_count; i++)
+		tdstat_output_thread(&output, &threads[i]);
+	for (size_t i = 0; i < object_count; i++)
+		tdstat_output_object(&output, &objects[i]);
 	tdstat_output_end(&output);
 	tdstat_output_close(&output);
+	free(threads);
+	free(objects);
+	tdstat_symbolizer_close(symbolizer);
 }
 
 int tdstat_core(const struct tdstat_core_options *options)
@@ -102,8 +136,8 @@ int tdstat_core(const struct tdstat_core_options *options)
 	struct ps_prochandle *core = NULL;
 	struct tdcore_process process;
 	struct tdstat_interval interval;
+	struct tdstat_reading reading;
 	td_thragent_t *agent = NULL;
-	td_ta_stats_ns_t stats;
 	enum tdcore_status status;
 	td_err_e err;
 	int result = TDSTAT_EXIT_FAILURE;
@@ -117,18 +151,17 @@ int tdstat_core(const struct tdstat_core_options *options)
 	err = td_init();
 	if (err == TD_OK)
 		err = td_ta_new(core, &agent);
-	if (err == TD_OK) {
-		memset(&stats, 0, sizeof(stats));
-		stats.size = sizeof(stats);
-		err = td_ta_get_stats_ns(agent, &stats);
-	}
+	/* The process line and the threads from one walk. */
+	if (err == TD_OK)
+		err = tdstat_reading_threads(agent, &reading);
 	if (err != TD_OK) {
 		explain_agent(err, core, &process, options->core_path);
 	} else {
-		tdstat_interval_compute(&interval, process.pid, NULL, &stats);
+		tdstat_interval_compute(&interval, process.pid, NULL, &reading.stats);
 		/* NT_PRPSINFO's name, printable ASCII already (ps_core.h). */
 		snprintf(interval.comm, sizeof(interval.comm), "%s", process.command);
-		print(options, &process, &stats, &interval);
+		print(options, &process, &reading, &interval);
+		tdstat_reading_free(&reading);
 		result = TDSTAT_EXIT_OK;
 	}
 	if (agent)

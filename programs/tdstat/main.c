@@ -5,7 +5,7 @@
  *   tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] PID
  *   tdstat enable|disable|reset PID
  *   tdstat run [--format F] [-o FILE] -- CMD [ARG...]
- *   tdstat core [--format F] COREFILE [EXECUTABLE]
+ *   tdstat core [--format F] [-t] [-w] COREFILE [EXECUTABLE]
  */
 #include "format.h"
 
@@ -32,7 +32,7 @@ static const char usage_text[] =
 	"Usage: tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] PID\n"
 	"       tdstat enable|disable|reset PID\n"
 	"       tdstat run [--format F] [-o FILE] -- CMD [ARG...]\n"
-	"       tdstat core [--format F] COREFILE [EXECUTABLE]\n"
+	"       tdstat core [--format F] [-t] [-w] COREFILE [EXECUTABLE]\n"
 	"\n"
 	"Thread-concurrency statistics (Solaris's td_ta_get_stats) of a process\n"
 	"running with libtdshim.so preloaded, read through libc_db.\n"
@@ -237,6 +237,8 @@ static int main_core(int argc, char **argv)
 {
 	static const struct option long_options[] = {
 		FORMAT_LONG_OPTIONS,
+		{ "threads", no_argument, NULL, 't' },
+		{ "objects", no_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tdstat_core_options options = { 0 };
@@ -245,12 +247,21 @@ static int main_core(int argc, char **argv)
 	argc--;
 	argv++;
 	optind = 1;
-	while ((option = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, ":tw", long_options, NULL)) != -1) {
 		if (format_option(option, optarg, &options.format, &status))
 			continue;
 		if (status != TDSTAT_EXIT_OK)
 			return status;
-		return option_error(option, argv[optind - 1]);
+		switch (option) {
+		case 't':
+			options.threads = true;
+			break;
+		case 'w':
+			options.objects = true;
+			break;
+		default:
+			return option_error(option, argv[optind - 1]);
+		}
 	}
 	if (argc - optind < 1 || argc - optind > 2)
 		return usage_error(argc == optind ? "no core file given" : "too many arguments to core", NULL);

@@ -8,6 +8,8 @@
 Scenarios (CTest label `debugger`):
   gcore         `tdstat core` and gdb's `info thread-stats` on a gcore of the
                 parked program: 5 threads, idle in cond, mutex, join, sleep;
+                -t and -w name each thread's wait (object and caller) from
+                the files the core names;
                 a core reads the same twice (its window ends at the dump, not
                 at the reader's clock); gdb's own thread list still works
   kernel-core   the same on the kernel's core of the program killed by
@@ -153,6 +155,24 @@ def check_core(args, core, kernel):
     record = json.loads(first.stdout)
     check(record["nthreads"] == 5, "JSON nthreads", first.stdout)
     check_parked(record["nthreads"], {k: v for k, v in record["idle_by"].items() if v >= 0.005}, first.stdout)
+    # -t and -w: who waits on what, named from the files the core names.
+    rows = tdstat_core(args, core, "-t", "-w", "--json")
+    check(rows.returncode == 0, "tdstat core -t -w failed", rows.stdout)
+    lines = [json.loads(line) for line in rows.stdout.splitlines()]
+    threads = [line for line in lines if "tid" in line]
+    check(len(threads) == 5, "tdstat core -t: five thread rows", rows.stdout)
+    waits = {(line.get("wait"), line.get("object"), line.get("site")) for line in threads}
+    expected = [("cond", "never", "wait_cond"), ("mutex", "lock", "wait_mutex"), ("sleep", "-", "sleep_long")]
+    # main naps between gcore's stops; in the kernel's core it is in abort().
+    if not kernel:
+        expected.append(("sleep", "-", "main"))
+    for wait in expected:
+        check(wait in waits, "tdstat core -t: a thread waiting in %s on %s in %s" % wait, rows.stdout)
+    check(any(w[0] == "join" and w[2] == "join_sleeper" for w in waits), "tdstat core -t: the joiner", rows.stdout)
+    objects = {(line["kind"], line.get("object"), line.get("site")) for line in lines
+               if "kind" in line and not line.get("ended")}
+    for wait in [("cond", "never", "wait_cond"), ("mutex", "lock", "wait_mutex")]:
+        check(wait in objects, "tdstat core -w: %s on %s from %s" % wait, rows.stdout)
     table = tdstat_core(args, core, "--format", "csv")
     rows = list(csv.DictReader(table.stdout.splitlines()))
     check(table.returncode == 0 and len(rows) == 1 and rows[0]["nthreads"] == "5" and
