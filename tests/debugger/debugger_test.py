@@ -15,7 +15,8 @@ Scenarios (CTest label `debugger`):
   kernel-core   the same on the kernel's core of the program killed by
                 SIGABRT (core_pattern set to a file for the run, restored
                 after; skipped when it cannot be set), with the CPU time
-  attached      gdb -p PID on the live program gives the same
+  attached      gdb -p PID on the live program gives the same, and -t -w
+                name every wait through gdb
   started       gdb starts the program itself, stops at parked_ready()
   control       `tdstat enable|reset|disable` in gdb change what `tdstat PID`
                 reports
@@ -124,6 +125,15 @@ def gdb_stats(output):
     return int(match.group(1)), kinds
 
 
+def check_gdb_waits(output):
+    """info thread-stats -t -w names each parked thread's wait through gdb."""
+    for wait in ("cond never in wait_cond", "mutex lock in wait_mutex", "sleep - in sleep_long", "in join_sleeper"):
+        check(re.search(r"^ +\d+ +blocked .*" + re.escape(wait), output, re.M) is not None,
+              "info thread-stats -t: a thread waiting in %s" % wait, output)
+    check(re.search(r"^  mutex +lock +wait_mutex +1$", output, re.M) is not None,
+          "info thread-stats -w: one thread waiting on lock", output)
+
+
 def check_parked(threads, kinds, output, scale=1.0):
     """scale < 1 where the window also holds a slow start under gdb."""
     check(threads == 5, "expected the parked program's 5 threads, got %d" % threads, output)
@@ -182,9 +192,10 @@ def check_core(args, core, kernel):
     time.sleep(0.2)
     check(first.stdout == second.stdout, "two readings of one core differ", first.stdout + second.stdout)
 
-    output = gdb(args, [args.parked, core], ["info thread-stats", "info threads", "tdstat reset"])
+    output = gdb(args, [args.parked, core], ["info thread-stats -t -w", "info threads", "tdstat reset"])
     threads, kinds = gdb_stats(output)
     check_parked(threads, kinds, output)
+    check_gdb_waits(output)
     check("at the dump" in output, "gdb on a core: the window ends at the dump", output)
     check("a core cannot be changed" in output, "gdb on a core: reset is refused", output)
     # gdb's own libthread_db still names the threads after ours ran.
@@ -226,9 +237,10 @@ def scenario_kernel_core(args, work):
 
 def scenario_attached(args, work):
     with Parked(args) as parked:
-        output = gdb(args, ["-p", str(parked.pid)], ["info thread-stats", "info threads"])
+        output = gdb(args, ["-p", str(parked.pid)], ["info thread-stats -t -w", "info threads"])
         threads, kinds = gdb_stats(output)
         check_parked(threads, kinds, output)
+        check_gdb_waits(output)
         check("live process" in output, "attached: a live process", output)
         check(len(re.findall(r"Thread 0x[0-9a-f]+ \(LWP \d+\)", output)) >= 5,
               "gdb's thread list (its libthread_db) was disturbed", output)
