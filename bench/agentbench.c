@@ -3,13 +3,24 @@
  * The reader side of the benchmarks: libc_db over libtdstat_ps, as tdstat
  * uses them.
  *
- *   agentbench cost SHIM WORKLOAD THREADS CALLS
- *       starts `WORKLOAD condvar THREADS` with SHIM preloaded and
- *       TDSTAT_ENABLE=1, waits until every thread sleeps, then times CALLS
+ *   agentbench cost SHIM WORKLOAD THREADS CALLS [MODE]
+ *       starts `WORKLOAD MODE THREADS` (MODE condvar by default: every
+ *       thread asleep; queue: one of them always running, so the process
+ *       CPU clock must be read each time) with SHIM preloaded and
+ *       TDSTAT_ENABLE=1, waits until every thread runs, then times CALLS
  *       td_ta_get_stats calls (in batches of 10).  Prints
- *       "cost THREADS NTHREADS MEDIAN MEAN CLOCK": the median (over the
- *       batches) and mean us per call, and the median us the kernel takes
- *       to read the target's process CPU clock, part of every call.
+ *       "cost THREADS NTHREADS MEDIAN MEAN CLOCK CPU": the median (over
+ *       the batches) and mean us per call, the median us the kernel takes
+ *       to read the target's process CPU clock (which a call needs unless
+ *       the region proves nothing ran since its last reading), and the
+ *       median CPU us per call (this thread's CPU clock: unlike the
+ *       others, hardly changed by other load on the machine).
+ *   agentbench sample SHIM WORKLOAD THREADS HZ SECONDS [MODE]
+ *       starts the workload as `cost` does, then takes td_ta_get_stats_ns
+ *       snapshots with the kinds (what `tdstat` takes for each line) HZ
+ *       times a second for SECONDS.  Prints "sample THREADS HZ US
+ *       SHARE": the reader's median CPU us per snapshot, and the CPU
+ *       all of them used over the run as a share of one CPU.
  *   agentbench iter SHIM WORKLOAD THREADS CALLS
  *       the same target; times CALLS td_ta_thr_stats_iter walks (a
  *       callback that adds up each thread) and as many td_ta_get_stats_ns
@@ -38,6 +49,7 @@
 #include <unistd.h>
 
 #include <thread_db.h>
+#include <tdstat/clock.h>
 #include <tdstat/ps_live.h>
 #include <tdstat/thread_db_stats.h>
 
@@ -45,10 +57,7 @@ extern char **environ;
 
 static uint64_t monotonic_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return tdstat_monotonic_ns();
 }
 
 static void sleep_s(double seconds)
@@ -158,14 +167,15 @@ static double process_clock_us(pid_t pid)
 	return spent[50];
 }
 
-static int run_cost(const char *shim, const char *workload, const char *threads, long calls)
+static int run_cost(const char *shim, const char *workload, const char *threads, long calls, const char *mode)
 {
 	enum { BATCH = 10 };
 	long batches = calls / BATCH > 0 ? calls / BATCH : 1;
 	double *per_call = calloc(batches, sizeof(*per_call));
+	double *cpu_per_call = calloc(batches, sizeof(*cpu_per_call));
 	struct target target;
 	td_ta_stats_t stats;
-	pid_t pid = start_workload(shim, workload, "condvar", threads);
+	pid_t pid = start_workload(shim, workload, mode, threads);
 	uint64_t total = 0;
 	td_err_e err;
 
@@ -174,21 +184,59 @@ static int run_cost(const char *shim, const char *workload, const char *threads,
 		if ((err = td_ta_get_stats(target.agent, &stats)) != TD_OK)
 			die("td_ta_get_stats", err);
 	for (long b = 0; b < batches; b++) {
-		uint64_t start = monotonic_ns();
+		uint64_t start = monotonic_ns(), cpu_start = tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		for (int i = 0; i < BATCH; i++)
 			if ((err = td_ta_get_stats(target.agent, &stats)) != TD_OK)
 				die("td_ta_get_stats", err);
 		uint64_t spent = monotonic_ns() - start;
 		total += spent;
 		per_call[b] = spent / 1e3 / BATCH;
+		cpu_per_call[b] = (tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start) / 1e3 / BATCH;
 	}
 	qsort(per_call, batches, sizeof(*per_call), compare_doubles);
-	printf("cost %s %d %.3f %.3f %.3f\n", threads, stats.nthreads, per_call[batches / 2],
-	       total / 1e3 / (batches * BATCH), process_clock_us(pid));
+	qsort(cpu_per_call, batches, sizeof(*cpu_per_call), compare_doubles);
+	printf("cost %s %d %.3f %.3f %.3f %.3f\n", threads, stats.nthreads, per_call[batches / 2],
+	       total / 1e3 / (batches * BATCH), process_clock_us(pid), cpu_per_call[batches / 2]);
 	target_close(&target);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	free(per_call);
+	free(cpu_per_call);
+	return 0;
+}
+
+static int run_sample(const char *shim, const char *workload, const char *threads, double hz, double seconds,
+		      const char *mode)
+{
+	long count = (long)(hz * seconds), taken = 0;
+	double *per_snapshot = calloc(count > 0 ? count : 1, sizeof(*per_snapshot));
+	pid_t pid = start_workload(shim, workload, mode, threads);
+	uint64_t period = (uint64_t)(1e9 / hz), next, begin, cpu_begin;
+	struct target target;
+	td_err_e err;
+
+	target_open(&target, pid);
+	begin = next = monotonic_ns();
+	cpu_begin = tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	for (; taken < count; taken++) {
+		td_ta_stats_ns_t stats = { .size = sizeof(stats) };
+		uint64_t cpu = tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+
+		if ((err = td_ta_get_stats_ns(target.agent, &stats)) != TD_OK)
+			die("td_ta_get_stats_ns", err);
+		per_snapshot[taken] = (tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu) / 1e3;
+		next += period;
+		uint64_t now = monotonic_ns();
+		if (next > now)
+			sleep_s((next - now) / 1e9);
+	}
+	double share = (tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_begin) / (double)(monotonic_ns() - begin);
+	qsort(per_snapshot, taken, sizeof(*per_snapshot), compare_doubles);
+	printf("sample %s %.0f %.3f %.5f\n", threads, hz, taken ? per_snapshot[taken / 2] : 0.0, share);
+	target_close(&target);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	free(per_snapshot);
 	return 0;
 }
 
@@ -343,13 +391,17 @@ static int run_compare(pid_t pid, double seconds)
 
 int main(int argc, char **argv)
 {
-	if (argc == 6 && strcmp(argv[1], "cost") == 0)
-		return run_cost(argv[2], argv[3], argv[4], atol(argv[5]));
+	if ((argc == 6 || argc == 7) && strcmp(argv[1], "cost") == 0)
+		return run_cost(argv[2], argv[3], argv[4], atol(argv[5]), argc == 7 ? argv[6] : "condvar");
+	if ((argc == 7 || argc == 8) && strcmp(argv[1], "sample") == 0)
+		return run_sample(argv[2], argv[3], argv[4], atof(argv[5]), atof(argv[6]),
+				  argc == 8 ? argv[7] : "condvar");
 	if (argc == 6 && strcmp(argv[1], "iter") == 0)
 		return run_iter(argv[2], argv[3], argv[4], atol(argv[5]));
 	if (argc == 4 && strcmp(argv[1], "compare") == 0)
 		return run_compare((pid_t)atol(argv[2]), atof(argv[3]));
-	fprintf(stderr, "usage: agentbench cost SHIM WORKLOAD THREADS CALLS\n"
+	fprintf(stderr, "usage: agentbench cost SHIM WORKLOAD THREADS CALLS [MODE]\n"
+			"       agentbench sample SHIM WORKLOAD THREADS HZ SECONDS [MODE]\n"
 			"       agentbench iter SHIM WORKLOAD THREADS CALLS\n"
 			"       agentbench compare PID SECONDS\n");
 	return 2;

@@ -17,6 +17,8 @@
 #endif
 #endif
 
+#include <tdstat/clock.h>
+
 #include "shim.h"
 
 /* In .bss: the 4 MiB of records and 8 MiB of details cost nothing until
@@ -38,21 +40,15 @@ enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
 static int init_state;
 static __thread bool initialising TDSHIM_TLS;
 
+/* The clocks are include/tdstat/clock.h's, shared with the readers. */
 uint64_t tdshim_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return tdstat_monotonic_ns();
 }
 
 static uint64_t process_cpu_ns(void)
 {
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return tdstat_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 static uint64_t min_u64(uint64_t a, uint64_t b)
@@ -270,12 +266,16 @@ static bool flag_from_environment(const char *name)
 }
 
 /* Starts a window now if `enable`, else leaves an empty one.  Used when
- * the shim itself starts a window: at process start and in a fork child. */
+ * the shim itself starts a window: at process start and in a fork child.
+ * The wall-clock anchor (ABI 2.1) is read with the start and stored
+ * before it, as a controller does (region.h). */
 static void start_window(bool enable)
 {
 	struct tdstat_control *control = &tdstat_region.header.control;
-	uint64_t now = tdshim_now_ns();
+	uint64_t now;
+	int64_t realtime_offset = tdstat_realtime_offset_ns(&now);
 
+	CMM_STORE_SHARED(control->realtime_offset_ns, realtime_offset);
 	CMM_STORE_SHARED(control->window_start_ns, now);
 	if (enable) {
 		CMM_STORE_SHARED(control->cpu_start_ns, process_cpu_ns());

@@ -20,20 +20,15 @@
  * keeps failing belongs to a thread changing state at a high rate:
  * bounded by time as well as count, yielding so it can run. */
 #define CONTROL_COPIES_MAX 64
+#define CONTROL_COPIES_HARD_MAX 100000
+#define CONTROL_BUDGET_NS (100 * 1000 * 1000ull)
 #define RECORD_RETRIES_MAX 10000
 #define RETRY_BUDGET_NS (200 * 1000 * 1000ull)
+#define RECORD_TRIES_PAST_BUDGET 8
 
 /* Records are copied in chunks of this many bytes, so the memory a
  * snapshot needs does not depend on what the target claims. */
 #define CHUNK_BYTES (64u * 1024u)
-
-uint64_t tddb_monotonic_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
 
 static bool field_inside(uint32_t offset, uint32_t width, uint32_t size)
 {
@@ -69,11 +64,15 @@ td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, st
 	const struct tdstat_layout *layout = &header->layout;
 	uint64_t records_end, details_end;
 
-	/* Not a region we know how to read. */
+	/* Not a region we know how to read: another major, or one smaller
+	 * than the first minor of ours.  Any minor of our major is ours
+	 * (docs/CONTRACT.md §4, "Versions"): an older one lacks what later minors added,
+	 * which is then absent (TDSTAT_ABI_MINOR's list in region.h), a
+	 * newer one has more, which we do not read.  So the least we
+	 * require is minor 0's, never this reader's own struct sizes. */
 	if (header->magic != TDSTAT_REGION_MAGIC || header->abi_major != TDSTAT_ABI_MAJOR)
 		return TD_VERSION;
-	if (header->header_size < sizeof(struct tdstat_region_header) ||
-	    header->layout_size < sizeof(struct tdstat_layout))
+	if (header->header_size < TDSTAT_ABI_2_0_HEADER_SIZE || header->layout_size < TDSTAT_ABI_2_0_LAYOUT_SIZE)
 		return TD_VERSION;
 
 	/* Ours, but claiming what no shim writes: corrupted. */
@@ -145,9 +144,18 @@ td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_vi
 	td_err_e err;
 	int attempt, older = 0;
 
+	uint64_t deadline = 0;
+
 	err = header_copy(agent, copies[0]);
-	for (attempt = 0; err == TD_OK && attempt < CONTROL_COPIES_MAX; attempt++) {
+	/* Bounded by count and, past CONTROL_COPIES_MAX (controllers
+	 * rewriting the block without pause, on a loaded machine), by time. */
+	for (attempt = 0; err == TD_OK && attempt < CONTROL_COPIES_HARD_MAX; attempt++) {
 		int newer = !older;
+
+		if (attempt == CONTROL_COPIES_MAX)
+			deadline = tddb_monotonic_ns() + CONTROL_BUDGET_NS;
+		if (attempt > CONTROL_COPIES_MAX && tddb_monotonic_ns() > deadline)
+			break;
 
 		err = header_copy(agent, copies[newer]);
 		if (err != TD_OK)
@@ -259,20 +267,24 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	struct tdstat_record_copy copy;
 	uint64_t pending = u64_at(bytes->record, layout->record_pending);
 	uint64_t length = window->read_end > window->start ? window->read_end - window->start : 0;
-	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT] = { 0 };
+	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT]; /* with the detail only */
 	bool current;
 
 	record_copy_decode(layout, published_copy(geometry, bytes->record), &copy);
 	current = copy.epoch_ns == window->start;
+	thread->seq = record_seq(geometry, bytes->record);
 	thread->state = copy.state;
 	thread->kind = copy.kind;
 	thread->tid = copy.tid;
 	thread->generation = copy.generation;
 	thread->since_ns = copy.since_ns;
 	thread->detail = bytes->detail != NULL;
+	thread->object = thread->site = thread->woken_ns = 0;
 	if (thread->state > TDSTAT_STATE_BLOCKED)
 		return TD_DBERR;
-	if (thread->state == TDSTAT_STATE_BLOCKED && thread->kind >= TDSTAT_WAIT_KIND_COUNT)
+	/* A kind past the region's own list is corrupted; one past ours but
+	 * within the region's is a newer minor's (docs/READER.md "Minors"). */
+	if (thread->state == TDSTAT_STATE_BLOCKED && thread->kind >= layout->kind_count)
 		return TD_DBERR;
 	if (bytes->detail) {
 		struct tdstat_detail_copy detail;
@@ -283,8 +295,10 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 		thread->object = detail.object;
 		thread->site = detail.site;
 		thread->woken_ns = detail.woken_ns;
-		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			acc_idle[k] = current ? detail.acc_idle_ns[k] : 0;
+		if (current)
+			memcpy(acc_idle, detail.acc_idle_ns, sizeof(acc_idle));
+		else
+			memset(acc_idle, 0, sizeof(acc_idle));
 	}
 
 	/* Closed intervals lie inside the window: clamp hostile values. */
@@ -329,7 +343,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 			thread->tracked_ns += open;
 			if (thread->state == TDSTAT_STATE_RUNNABLE)
 				thread->runnable_ns += open;
-			else
+			else if (thread->kind < TDSTAT_WAIT_KIND_COUNT)
 				thread->idle_ns[thread->kind] += open;
 		}
 	}
@@ -359,7 +373,10 @@ static td_err_e record_reread(const struct td_thragent *agent, uint32_t index, u
 			return err;
 		if (record_stable(geometry, first, second))
 			return TD_OK;
-		if (tddb_monotonic_ns() > deadline)
+		/* Past the snapshot's time budget a record still gets a few
+		 * tries: a reader starved by a loaded machine may reach the
+		 * deadline before it even meets a record that moved. */
+		if (attempt >= RECORD_TRIES_PAST_BUDGET && tddb_monotonic_ns() > deadline)
 			break;
 		if (attempt > 2)
 			sched_yield();
@@ -381,13 +398,43 @@ static td_err_e record_reread(const struct td_thragent *agent, uint32_t index, u
  * 2 us margin): the reader's margin covers that too. */
 #define CLOCK_SKEW_MARGIN_NS UINT64_C(20000)
 
+/* The reads begin after the clock is read, so a clock value that margin
+ * earlier is "taken at least the margin before the reads": the same
+ * guarantee as reading the clock and then waiting out the margin, without
+ * the wait (22 us of spinning per snapshot). */
+static uint64_t reader_margin(const struct tddb_geometry *geometry)
+{
+	return 2 * geometry->stall_ns + CLOCK_SKEW_MARGIN_NS;
+}
+
 static uint64_t reader_clock(const struct tddb_geometry *geometry)
 {
 	uint64_t now = tddb_monotonic_ns();
 
-	while (tddb_monotonic_ns() < now + 2 * geometry->stall_ns + CLOCK_SKEW_MARGIN_NS)
+	return now - tddb_min_u64(now, reader_margin(geometry));
+}
+
+/*
+ * A window a controller froze less than the margin ago ends at its clock
+ * less commit_lag_ns, later than the earlier clock less commit_lag_ns up
+ * to which an open wait counts: the first snapshots would fall short of
+ * the frozen figures by up to the margin per waiting thread, and grow to
+ * them.  Wait out the rest of the margin then (at most the margin: only
+ * for an end the controller's clock has passed), so a frozen window reads
+ * the same from its first snapshot on.
+ */
+static uint64_t reader_clock_for(const struct tddb_geometry *geometry, const struct tddb_header_view *view,
+				 uint64_t now)
+{
+	uint64_t end = view->control.window_end_ns, lag = geometry->commit_lag_ns;
+
+	if (end == TDSTAT_WINDOW_OPEN || end > UINT64_MAX - lag - reader_margin(geometry) || end + lag <= now)
+		return now;
+	if (end + lag > tddb_monotonic_ns())
+		return now;
+	while (tddb_monotonic_ns() < end + lag + reader_margin(geometry))
 		;
-	return now;
+	return end + lag;
 }
 
 /* The window's end at `now`: gathering off or the process exiting end it
@@ -461,6 +508,90 @@ static td_err_e image_moment(const struct td_thragent *agent, const struct tddb_
 	return err;
 }
 
+td_err_e tddb_cache_init(struct td_thragent *agent)
+{
+	memset(&agent->cache, 0, sizeof(agent->cache));
+	return pthread_mutex_init(&agent->cache.lock, NULL) == 0 ? TD_OK : TD_MALLOC;
+}
+
+void tddb_cache_free(struct td_thragent *agent)
+{
+	free(agent->cache.records);
+	free(agent->cache.details);
+	free(agent->cache.held);
+	pthread_mutex_destroy(&agent->cache.lock);
+}
+
+/*
+ * The agent's record cache for `count` records, locked, or NULL: taken
+ * by another snapshot, or no memory.  It grows to the records in use, at
+ * most TDDB_CACHE_BYTES_MAX (records past its slots are read without it).
+ * The agent is otherwise immutable here: the cache is the one part a
+ * snapshot writes, under its lock.
+ */
+static struct tddb_record_cache *cache_acquire(const struct td_thragent *agent, uint32_t count)
+{
+	struct tddb_record_cache *cache = (struct tddb_record_cache *)&agent->cache;
+	uint64_t entry = (uint64_t)agent->geometry.record_size + agent->geometry.detail_size;
+	uint32_t want = (uint32_t)tddb_min_u64(count, TDDB_CACHE_BYTES_MAX / entry);
+
+	if (pthread_mutex_trylock(&cache->lock) != 0)
+		return NULL;
+	if (want > cache->slots) {
+		unsigned char *records = realloc(cache->records, (size_t)want * agent->geometry.record_size);
+		if (records)
+			cache->records = records;
+		unsigned char *details = records ? realloc(cache->details, (size_t)want * agent->geometry.detail_size) : NULL;
+		if (details)
+			cache->details = details;
+		uint8_t *held = details ? realloc(cache->held, want) : NULL;
+		if (!held) {
+			pthread_mutex_unlock(&cache->lock);
+			return NULL;
+		}
+		memset(held + cache->slots, TDDB_CACHED_NONE, want - cache->slots);
+		cache->held = held;
+		cache->slots = want;
+	}
+	return cache;
+}
+
+/* Whether every record of a chunk is its cached image (with its detail,
+ * if wanted): then the one copy just read is consistent (the writer
+ * changes the published copy only after moving seq, and moves pending_ns
+ * first, so bytes equal to a consistent image are that image), and the
+ * cached details are those the records publish. */
+static bool chunk_cached(const struct tddb_record_cache *cache, const unsigned char *records, uint32_t base,
+			 uint32_t n, uint32_t size, bool detail)
+{
+	uint8_t need = detail ? TDDB_CACHED_DETAIL : TDDB_CACHED_RECORD;
+
+	if (!cache || base + n > cache->slots)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (cache->held[base + i] < need)
+			return false;
+	return memcmp(records, cache->records + (size_t)base * size, (size_t)n * size) == 0;
+}
+
+static void cache_keep(struct tddb_record_cache *cache, const struct tddb_geometry *geometry, uint32_t index,
+		       const unsigned char *record, const unsigned char *detail)
+{
+	unsigned char *kept;
+
+	if (!cache || index >= cache->slots)
+		return;
+	kept = cache->records + (size_t)index * geometry->record_size;
+	if (detail) {
+		memcpy(cache->details + (size_t)index * geometry->detail_size, detail, geometry->detail_size);
+		cache->held[index] = TDDB_CACHED_DETAIL;
+	} else if (cache->held[index] == TDDB_CACHED_NONE || memcmp(kept, record, geometry->record_size) != 0) {
+		/* A record that changed publishes another detail copy. */
+		cache->held[index] = TDDB_CACHED_RECORD;
+	}
+	memcpy(kept, record, geometry->record_size);
+}
+
 td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
 			    void *context, struct tddb_header_view *view, struct tddb_window *window)
 {
@@ -470,6 +601,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	struct tddb_image image;
 	uint64_t now, deadline;
 	unsigned char *first, *second, *details = NULL;
+	struct tddb_record_cache *cache;
 	uint32_t count, base;
 	td_err_e err;
 
@@ -482,6 +614,9 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 		err = image_moment(agent, view, &now);
 	if (err != TD_OK)
 		return err;
+	/* A core's window was frozen for good: nothing to wait out. */
+	if (!image.frozen)
+		now = reader_clock_for(geometry, view, now);
 	struct record_ends ends = {
 		.start = view->control.window_start_ns,
 		.open_end = window_end_at(view, now),
@@ -498,36 +633,52 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	second = first + (size_t)per_chunk * size;
 	if (detail)
 		details = second + (size_t)per_chunk * size;
+	cache = cache_acquire(agent, count);
 
 	for (base = 0; base < count && err == TD_OK; base += per_chunk) {
 		uint32_t n = count - base < per_chunk ? count - base : per_chunk;
 		uint64_t offset = geometry->records_offset + (uint64_t)base * size;
+		bool cached, chunk_stable;
 		uint32_t i;
 
 		/* Records, details, records: a detail copy is whole when the
-		 * record around it was stable across both record reads. */
+		 * record around it was stable across both record reads.  A
+		 * chunk that is all as the last snapshot left it needs only
+		 * the first read (a sleeping target's usual case). */
 		err = region_read(agent, offset, first, (size_t)n * size);
-		if (err == TD_OK && detail)
+		cached = err == TD_OK && chunk_cached(cache, first, base, n, size, detail);
+		if (err == TD_OK && detail && !cached)
 			err = region_read(agent, geometry->details_offset + (uint64_t)base * detail_size, details,
 					  (size_t)n * detail_size);
-		if (err == TD_OK)
+		if (err == TD_OK && !cached)
 			err = region_read(agent, offset, second, (size_t)n * size);
 		ends.read_end = window_end_at(view, reader_now(&image, now));
+		/* Most chunks held still between the two reads: one compare
+		 * of the whole chunk clears every record at once (identical
+		 * bytes satisfy the latch's rule), else record by record. */
+		chunk_stable = cached || (err == TD_OK && memcmp(first, second, (size_t)n * size) == 0);
 		for (i = 0; i < n && err == TD_OK; i++) {
 			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
-			unsigned char *d = detail ? details + (size_t)i * detail_size : NULL;
-			struct tddb_thread thread = { .index = base + i };
+			unsigned char *d = !detail ? NULL
+				: cached ? cache->details + (size_t)(base + i) * detail_size
+					 : details + (size_t)i * detail_size;
+			struct tddb_thread thread;
 
-			if (!record_stable(geometry, a, b)) {
+			thread.index = base + i;
+			if (!chunk_stable && !record_stable(geometry, a, b)) {
 				err = record_reread(agent, base + i, a, b, d, deadline);
 				ends.read_end = window_end_at(view, reader_now(&image, now));
 			}
 			if (err == TD_OK)
 				err = thread_decode(geometry, &(struct record_bytes){ a, d }, &ends, &thread);
+			if (err == TD_OK && !cached)
+				cache_keep(cache, geometry, base + i, a, d);
 			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
 				err = visitor(&thread, context);
 		}
 	}
+	if (cache)
+		pthread_mutex_unlock(&cache->lock);
 	free(first);
 	*window = window_of(view, reader_now(&image, now));
 	return err;
@@ -537,6 +688,9 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 struct process_sums {
 	uint32_t live;
 	uint32_t used;                 /* records that contributed anything */
+	uint32_t runnable_live;
+	uint64_t seq_sum;
+	uint64_t latest_since;
 	unsigned __int128 tracked;
 	unsigned __int128 runnable;
 	unsigned __int128 idle[TDSTAT_WAIT_KIND_COUNT];
@@ -548,13 +702,22 @@ static td_err_e add_thread(const struct tddb_thread *thread, void *context)
 {
 	struct process_sums *sums = context;
 
-	if (thread->state != TDSTAT_STATE_FREE)
+	if (thread->state != TDSTAT_STATE_FREE) {
 		sums->live++;
+		sums->latest_since = tddb_max_u64(sums->latest_since, thread->since_ns);
+	}
+	if (thread->state == TDSTAT_STATE_RUNNABLE)
+		sums->runnable_live++;
 	sums->used++;
+	sums->seq_sum += thread->seq;
 	sums->tracked += thread->tracked_ns;
 	sums->runnable += thread->runnable_ns;
-	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-		sums->idle[k] += thread->idle_ns[k];
+	/* Without the details only the open interval has a kind: the
+	 * per-kind sums are not reported then. */
+	if (thread->detail)
+		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+			if (thread->idle_ns[k]) /* most kinds of most threads */
+				sums->idle[k] += thread->idle_ns[k];
 	return sums->also ? sums->also(thread, sums->also_context) : TD_OK;
 }
 
@@ -577,7 +740,7 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 	 * block on the old one: read again (bounded) until the control block
 	 * held still across the reads. */
 	for (int attempt = 0;; attempt++) {
-		struct tddb_header_view after;
+		unsigned char after[TDDB_HEADER_MAX];
 
 		memset(&sums, 0, sizeof(sums));
 		sums.also = visitor;
@@ -587,13 +750,16 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 		 * taken back, and the sums agree with what it saw. */
 		if (err != TD_OK || visitor)
 			break;
-		err = tddb_read_header(agent, &after);
+		/* One copy is enough here: bytes equal to the stable block
+		 * read before the records (its generation and `rewriting`
+		 * included) say no controller changed it since. */
+		err = header_copy(agent, after);
 		if (err != TD_OK)
 			return err;
 		/* Controllers that never stop rewriting it (a storm of
 		 * resets) get the last read: readers always make progress,
 		 * and each such snapshot is of a window of its own anyway. */
-		if (memcmp(&after.control, &view.control, sizeof(view.control)) == 0 ||
+		if (memcmp(after + agent->geometry.layout.control_offset, &view.control, sizeof(view.control)) == 0 ||
 		    attempt == CONTROL_COPIES_MAX / 8)
 			break;
 	}
@@ -608,6 +774,10 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 	snapshot->window_ns = window.end - window.start;
 	snapshot->live = sums.live;
 	snapshot->overflow_live = view.status.overflow_live;
+	snapshot->visited = sums.used;
+	snapshot->runnable_live = sums.runnable_live;
+	snapshot->seq_sum = sums.seq_sum;
+	snapshot->latest_since_ns = sums.latest_since;
 	if (snapshot->window_ns == 0)
 		return TD_OK;
 	/* Each record is clamped to |W| already; keep the invariants

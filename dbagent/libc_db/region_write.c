@@ -8,7 +8,7 @@
  */
 #include "thread_db_private.h"
 
-#define CONTROL_WRITES_MAX 6
+#define CONTROL_WRITES_MAX 8
 
 struct control_write {
 	uint32_t field;      /* offset in struct tdstat_control */
@@ -96,6 +96,14 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
 			return err;
 	}
 	plan_add(plan, FIELD(rewriting), 1, old->rewriting);
+	/* A new window gets a new wall-clock anchor (ABI 2.1; in 2.0 the
+	 * word is reserved and stays untouched). */
+	if (change != TDDB_CONTROL_DISABLE && agent->geometry.abi_minor >= 1) {
+		uint64_t at;
+		int64_t offset = tdstat_realtime_offset_ns(&at);
+
+		plan_add(plan, FIELD(realtime_offset_ns), (uint64_t)offset, (uint64_t)old->realtime_offset_ns);
+	}
 	switch (change) {
 	case TDDB_CONTROL_ENABLE:
 		plan_add(plan, FIELD(window_start_ns), start, old->window_start_ns);

@@ -65,6 +65,11 @@ TDDB_EXPORT td_err_e td_ta_new(struct ps_prochandle *ph, td_thragent_t **ta)
 		free(agent);
 		return TD_MALLOC;
 	}
+	if (tddb_cache_init(agent) != TD_OK) {
+		pthread_mutex_destroy(&agent->control_lock);
+		free(agent);
+		return TD_MALLOC;
+	}
 	agent->ph = ph;
 	agent->region = region;
 	agent->geometry = geometry;

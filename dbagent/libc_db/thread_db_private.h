@@ -18,6 +18,7 @@
 #include <proc_service.h>
 #include <thread_db.h>
 
+#include <tdstat/clock.h>
 #include <tdstat/region.h>
 #include <tdstat/thread_db_stats.h>
 
@@ -60,9 +61,46 @@ struct tddb_geometry {
 };
 
 /*
+ * The last reading of the target's process CPU clock, and what the
+ * region looked like then (stats.c: when nothing can have run since, the
+ * reading still holds and the kernel is not asked again).
+ */
+struct tddb_cpu_reading {
+	bool valid;
+	uint64_t window_start_ns;  /* the control block's, at the reading */
+	uint64_t cpu_start_ns;
+	uint64_t generation;
+	uint64_t seq_sum;          /* of every record visited */
+	uint32_t visited;          /* records visited */
+	uint32_t live;
+	uint64_t taken_ns;         /* CLOCK_MONOTONIC just before the reading */
+	uint64_t cpu_ns;
+};
+
+/*
+ * The records as the last snapshot found them consistent (region_read.c):
+ * a record whose first copy is byte for byte its cached image needs no
+ * second copy, and its cached detail no new read.  `lock` is only ever
+ * tried: a snapshot that finds it taken (another snapshot of this agent,
+ * or a visitor calling back into the agent) reads without the cache.
+ */
+struct tddb_record_cache {
+	pthread_mutex_t lock;
+	uint32_t slots;           /* records it has room for */
+	unsigned char *records;   /* slots * record_size */
+	unsigned char *details;   /* slots * detail_size */
+	uint8_t *held;            /* per slot: TDDB_CACHED_* */
+};
+#define TDDB_CACHED_NONE 0
+#define TDDB_CACHED_RECORD 1
+#define TDDB_CACHED_DETAIL 2      /* the record and its detail */
+/* What the cache may take, whatever the region claims. */
+#define TDDB_CACHE_BYTES_MAX (16u << 20)
+
+/*
  * The agent.  Immutable after td_ta_new except `users`, `deleted` and
- * `registry_next` (registry lock) and the control block in the target
- * (control_lock serializes this agent's writes to it).
+ * `registry_next` (registry lock), `cpu` (control_lock) and the control
+ * block in the target (control_lock serializes this agent's writes to it).
  */
 struct td_thragent {
 	struct td_thragent *registry_next;
@@ -73,6 +111,8 @@ struct td_thragent {
 	struct tddb_geometry geometry;
 	unsigned char identity[TDDB_IDENTITY_SIZE];
 	pthread_mutex_t control_lock;
+	struct tddb_cpu_reading cpu;
+	struct tddb_record_cache cache;
 };
 
 /* A consistent copy of the header's mutable parts. */
@@ -100,10 +140,15 @@ struct tddb_image {
 /*
  * One record's published state, decoded (READER.md step 4), and its
  * integrals in the window (step 6).  `detail` tells whether the per-kind
- * figures, object and site were read.
+ * figures, object and site were read.  thread_decode (region_read.c) sets
+ * every field but `index` (the copy loop does not clear it first: that
+ * was a tenth of a snapshot's instructions).  A BLOCKED thread's `kind`
+ * may be past TDSTAT_WAIT_KIND_COUNT in a region of a newer minor (a kind
+ * this reader has no name for): its time is blocked, in no idle_ns entry.
  */
 struct tddb_thread {
 	uint32_t index;
+	uint32_t seq;            /* the latch's: moves on every change */
 	uint32_t state;
 	uint32_t kind;
 	int32_t tid;
@@ -135,6 +180,11 @@ struct tddb_snapshot {
 	uint64_t runnable_ns;
 	uint64_t idle_by_kind_ns[TDSTAT_WAIT_KIND_COUNT]; /* sum to tracked - runnable */
 	uint64_t now_ns;         /* CLOCK_MONOTONIC when the reads began */
+	/* What could have used CPU since an earlier snapshot (stats.c). */
+	uint32_t visited;        /* records visited */
+	uint32_t runnable_live;  /* records RUNNABLE now */
+	uint64_t seq_sum;        /* sum of the visited records' seq */
+	uint64_t latest_since_ns; /* the latest since_ns of a live record */
 };
 
 /* Registry (agent_registry.c).  tddb_agent_enter() checks a handle and
@@ -144,6 +194,11 @@ td_err_e tddb_agent_enter(const td_thragent_t *ta, struct td_thragent **agent);
 void tddb_agent_leave(struct td_thragent *agent);
 void tddb_registry_add(struct td_thragent *agent);
 td_err_e tddb_registry_remove(const td_thragent_t *ta);
+
+/* The record cache's life (region_read.c): set up by td_ta_new, freed
+ * with the agent. */
+td_err_e tddb_cache_init(struct td_thragent *agent);
+void tddb_cache_free(struct td_thragent *agent);
 
 /* Region access (region_read.c, region_write.c). */
 td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, struct tddb_geometry *geometry);
@@ -174,19 +229,26 @@ void tddb_image_query(const struct td_thragent *agent, struct tddb_image *image)
 
 /* Statistics (stats.c). */
 td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns);
-td_err_e tddb_stats_ns(const struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats);
-/* The 64-bit statistics of a snapshot already taken (adds the CPU clock). */
-td_err_e tddb_stats_from_snapshot(const struct td_thragent *agent, const struct tddb_snapshot *snapshot,
+td_err_e tddb_stats_ns(struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats);
+/* The 64-bit statistics of a snapshot already taken (adds the CPU clock;
+ * the agent's last reading of it may change, stats.c). */
+td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_snapshot *snapshot,
 				  td_ta_stats_ns_t *stats);
 void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions);
 
-uint64_t tddb_monotonic_ns(void);
+/* The reader's clock (include/tdstat/clock.h). */
+static inline uint64_t tddb_monotonic_ns(void)
+{
+	return tdstat_monotonic_ns();
+}
 
 /* td_ta_stats_ns_t as callers offer it (td_ta_get_stats_ns.c): the size
  * every caller must offer, the first version of the struct ... */
 #define TDDB_STATS_NS_FIRST_SIZE (offsetof(td_ta_stats_ns_t, snapshot_ns) + sizeof(uint64_t))
-/* ... a size that asks for the kinds too ... */
-#define TDDB_STATS_NS_KINDS_SIZE sizeof(td_ta_stats_ns_t)
+/* ... a size that asks for the kinds too (the second version's end: a
+ * caller of it, or of any later version, gets them) ... */
+#define TDDB_STATS_NS_KINDS_SIZE \
+	(offsetof(td_ta_stats_ns_t, idle_by_kind_ns) + sizeof(((td_ta_stats_ns_t *)0)->idle_by_kind_ns))
 /* ... and what a caller built against a later, larger struct gets: what
  * we know. */
 void tddb_stats_ns_copy_out(td_ta_stats_ns_t *stats, td_ta_stats_ns_t *to_caller);

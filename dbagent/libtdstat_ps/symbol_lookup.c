@@ -28,6 +28,8 @@
 
 #include <proc_service.h>
 
+#include <tdstat/clock.h>
+
 #include "ps_live_private.h"
 
 /* Mappings listed from the maps file; the lookup's budget, over all
@@ -91,12 +93,10 @@ static bool fatal_status(struct ps_prochandle *ph)
 	return status == TDPS_NO_PROCESS || status == TDPS_PERMISSION || status == TDPS_NO_MEMORY;
 }
 
+/* include/tdstat/clock.h's, as everywhere. */
 static uint64_t monotonic_ns(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	return tdstat_monotonic_ns();
 }
 
 /* Every read of the target is paid for from the lookup's budget. */

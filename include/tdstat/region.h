@@ -44,7 +44,17 @@
  * use (in the same process).  Nothing else of its region is written. */
 #define TDSTAT_REGION_MAGIC_ELSEWHERE UINT64_C(0x0145746174736474)
 #define TDSTAT_ABI_MAJOR 2
-#define TDSTAT_ABI_MINOR 0
+#define TDSTAT_ABI_MINOR 1
+
+/*
+ * What each minor of major 2 added, so a reader knows what an older
+ * region lacks (and reports it as absent):
+ *   2.0  everything not listed below;
+ *   2.1  control.realtime_offset_ns, the wall-clock anchor (the field was
+ *        reserved, and zero, in 2.0).
+ * The sizes of 2.0, the least a region of this major holds: */
+#define TDSTAT_ABI_2_0_HEADER_SIZE 320u
+#define TDSTAT_ABI_2_0_LAYOUT_SIZE 48u
 
 /* Records in the region: the most threads tracked at once.  Past it,
  * threads are counted in status.overflow_live and not integrated. */
@@ -211,6 +221,15 @@ struct tdstat_detail {
  * of an open wait are not final until L has passed, so the window ends
  * where it is final already, and is frozen for every reader at once.
  * Gathering is on exactly while window_end_ns == TDSTAT_WINDOW_OPEN.
+ * Since minor 1 whoever starts a window (enable, reset, the shim at start
+ * and in a fork child) also writes realtime_offset_ns, CLOCK_REALTIME -
+ * CLOCK_MONOTONIC read together with the window's start (before
+ * window_start_ns, inside the rewrite): window_start_ns + it is the
+ * wall-clock time the window began, and any monotonic stamp of the
+ * region converts the same way (a core's, say).  It is an offset rather
+ * than a wall-clock time so that a window started by a controller of
+ * minor 0, which leaves it alone, still gets a right (if older) anchor.
+ * 0: unknown; in a region of minor 0 the field is reserved: ignore it.
  * generation is bumped after each change so a reader can tell that the
  * block it copied was not being rewritten; a controller also sets
  * `rewriting` before its first write and clears it after its last, so a
@@ -226,7 +245,7 @@ struct tdstat_control {
 	uint32_t reserved0;
 	uint64_t rewriting;    /* 1 while a controller rewrites the block (its first
 				* and last writes): readers wait for it, bounded */
-	uint64_t reserved1;
+	int64_t realtime_offset_ns; /* 2.1: the wall-clock anchor, below */
 };
 
 /* Written by the shim on thread creation and exit, never on a fast path. */
@@ -360,6 +379,9 @@ TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_control) == 64, "control is one line")
 TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region_header, status) == 256, "status after control");
 TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_status) == 64, "status is one line");
 TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_region_header) == 320, "header size");
+TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_region_header) >= TDSTAT_ABI_2_0_HEADER_SIZE, "minors only append");
+TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_layout) >= TDSTAT_ABI_2_0_LAYOUT_SIZE, "minors only append");
+TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_control, realtime_offset_ns) == 56, "2.1 anchor in 2.0's reserved word");
 TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region, records) == 320, "records follow the header");
 
 #endif /* TDSTAT_REGION_H */

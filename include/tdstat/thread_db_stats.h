@@ -55,6 +55,12 @@ typedef struct td_ta_stats_ns {
 	uint32_t kinds;            /* entries of idle_by_kind_ns filled (TDSTAT_WAIT_KIND_COUNT) */
 	uint32_t reserved0;
 	uint64_t idle_by_kind_ns[TDSTAT_WAIT_KIND_COUNT]; /* by enum tdstat_wait_kind; sum: idle_ns */
+	/* Third version: the wall-clock anchor (a shim of ABI 2.1 or later).
+	 * CLOCK_REALTIME when the window began, so a stamp t of this struct
+	 * (window_start_ns, snapshot_ns) was at wall-clock time
+	 * window_start_realtime_ns + (t - window_start_ns); 0: unknown (a
+	 * shim of ABI 2.0 has no anchor). */
+	uint64_t window_start_realtime_ns;
 } td_ta_stats_ns_t;
 
 /* The names of the wait kinds, the keys of idle_by_kind_ns ("mutex",
@@ -65,7 +71,8 @@ extern const char *td_wait_kind_name(unsigned int __kind);
 /* Errors as td_ta_get_stats(); TD_ERR also when stats->size is smaller
  * than the first version of this struct (everything up to snapshot_ns).
  * A size that covers idle_by_kind_ns asks for the kinds too (a snapshot
- * that also reads the records' details). */
+ * that also reads the records' details); one that covers
+ * window_start_realtime_ns gets the anchor. */
 extern td_err_e td_ta_get_stats_ns(const td_thragent_t *__ta, td_ta_stats_ns_t *__stats);
 
 /*

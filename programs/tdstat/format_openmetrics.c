@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <tdstat/clock.h>
+
 enum family_type { GAUGE, COUNTER };
 
 /* What a family reads from a line's snapshot (td_ta_stats_ns_t). */
@@ -178,12 +180,10 @@ static void seconds(FILE *out, uint64_t ns)
 	fprintf(out, " %" PRIu64 ".%09" PRIu64 "\n", ns / 1000000000u, ns % 1000000000u);
 }
 
+/* include/tdstat/clock.h's, as everywhere. */
 static uint64_t clock_ns(clockid_t clock)
 {
-	struct timespec now;
-
-	clock_gettime(clock, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	return tdstat_clock_ns(clock);
 }
 
 /* The window's start (CLOCK_MONOTONIC in the target) on the wall clock,

@@ -11,8 +11,9 @@
  */
 #include "tdstat.h"
 
-#include <limits.h>
 #include <string.h>
+
+#include <tdstat/fraction.h>
 
 struct integrals {
 	uint64_t window_ns;
@@ -46,36 +47,17 @@ static void integrals_between(struct integrals *out, const td_ta_stats_ns_t *fro
 	out->running_ns = minimum(cpu_ns, out->runnable_ns);
 }
 
-static uint64_t numerator(uint64_t integral_ns, uint64_t denominator, uint64_t window_ns)
-{
-	return (uint64_t)((unsigned __int128)integral_ns * denominator / window_ns);
-}
-
-/* docs/CONTRACT.md §2: D = max(1, |W| in µs), halved while D or any numerator would
- * exceed INT_MAX; nidle_num = nlwps_num - nrunnable_num. */
+/* The rule of docs/CONTRACT.md §2, the agent's too (include/tdstat/fraction.h). */
 static void fractions(struct tdstat_interval *out, const struct integrals *in)
 {
-	uint64_t denominator, lwps, runnable, running;
+	struct tdstat_fractions rule;
 
-	if (in->window_ns == 0) {
-		out->nlwps_den = out->nrunnable_den = out->a_concurrency_den = out->nidle_den = 1;
-		return;
-	}
-	denominator = in->window_ns / 1000 ? in->window_ns / 1000 : 1;
-	for (;;) {
-		lwps = numerator(in->lwps_ns, denominator, in->window_ns);
-		runnable = numerator(in->runnable_ns, denominator, in->window_ns);
-		running = numerator(in->running_ns, denominator, in->window_ns);
-		if ((denominator <= INT_MAX && lwps <= INT_MAX) || denominator == 1)
-			break;
-		denominator /= 2;
-	}
-	out->nlwps_num = (int)minimum(lwps, INT_MAX);
-	out->nrunnable_num = (int)minimum(runnable, INT_MAX);
-	out->a_concurrency_num = (int)minimum(running, INT_MAX);
-	out->nidle_num = out->nlwps_num - out->nrunnable_num;
-	out->nlwps_den = out->nrunnable_den = (int)denominator;
-	out->a_concurrency_den = out->nidle_den = (int)denominator;
+	tdstat_fractions_of(in->window_ns, in->lwps_ns, in->runnable_ns, in->running_ns, &rule);
+	out->nlwps_num = rule.lwps_num;
+	out->nrunnable_num = rule.runnable_num;
+	out->a_concurrency_num = rule.running_num;
+	out->nidle_num = rule.idle_num;
+	out->nlwps_den = out->nrunnable_den = out->a_concurrency_den = out->nidle_den = rule.den;
 }
 
 static double average(uint64_t integral_ns, uint64_t window_ns)

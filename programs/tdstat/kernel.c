@@ -17,12 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <tdstat/clock.h>
+
+/* include/tdstat/clock.h's, as everywhere. */
 static uint64_t monotonic_ns(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	return tdstat_monotonic_ns();
 }
 
 /*

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <tdstat/clock.h>
+
 #ifndef TDTEST_SHIM_PATH
 #error "TDTEST_SHIM_PATH must name the built libtdshim.so"
 #endif
@@ -314,12 +316,10 @@ int tdtest_run(const char *const argv[], const struct tdtest_spawn_options *opts
 	return tdtest_wait(&child, remaining_ms(deadline));
 }
 
+/* include/tdstat/clock.h's, as everywhere. */
 uint64_t tdtest_monotonic_ns(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	return tdstat_monotonic_ns();
 }
 
 void tdtest_sleep_ms(long ms)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "fake_target.h"
 
+#include <tdstat/clock.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -8,10 +10,7 @@
 
 uint64_t fake_monotonic_ns(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	return tdstat_monotonic_ns();
 }
 
 void fake_target_init(struct ps_prochandle *ph, uint32_t capacity, uint32_t used)

@@ -282,3 +282,81 @@ Test(agent_numbers, larger_stats_ns_gets_our_size)
 	cr_assert_eq(big.known.size, sizeof(td_ta_stats_ns_t));
 	cr_assert_eq(big.future[0], 0xa5a5a5a5a5a5a5a5ull);
 }
+
+/* The published detail copy of record `index`. */
+static struct tdstat_detail_copy *published_detail(uint32_t index)
+{
+	struct tdstat_region_header *h = fake_header(&target);
+	struct tdstat_detail *detail = (struct tdstat_detail *)(target.image + h->details_offset) + index;
+
+	return &detail->copy[fake_record(&target, index)->seq & 1];
+}
+
+/* A writer's change by the latch: the other copies, then seq + 1. */
+static void publish_blocked(uint32_t index, uint64_t ws, uint64_t since, uint32_t kind, int idle_kind,
+			    uint64_t idle_ns)
+{
+	struct tdstat_record *record = fake_record(&target, index);
+	struct tdstat_record_copy *next = &record->copy[(record->seq + 1) & 1];
+	struct tdstat_detail *detail = (struct tdstat_detail *)(target.image + fake_header(&target)->details_offset) + index;
+	struct tdstat_detail_copy *next_detail = &detail->copy[(record->seq + 1) & 1];
+
+	*next = record->copy[record->seq & 1];
+	*next_detail = detail->copy[record->seq & 1];
+	next->state = TDSTAT_STATE_BLOCKED;
+	next->kind = kind;
+	next->epoch_ns = ws;
+	next->since_ns = since;
+	next->acc_tracked_ns = idle_ns;
+	next->acc_runnable_ns = 0;
+	memset(next_detail->acc_idle_ns, 0, sizeof(next_detail->acc_idle_ns));
+	next_detail->acc_idle_ns[idle_kind] = idle_ns;
+	record->pending_ns = since;
+	record->seq++;
+	if (index >= fake_header(&target)->status.high_water)
+		fake_header(&target)->status.high_water = index + 1;
+}
+
+/*
+ * The agent keeps the records (and details) a snapshot found consistent,
+ * and reads a record once when it is still its kept image.  Every change
+ * the writer publishes must show in the next snapshot, and a detail kept
+ * from before a change must not be served after a snapshot without the
+ * details saw the record move on.
+ */
+Test(agent_numbers, kept_records_never_hide_a_change)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	td_ta_stats_t s;
+
+	control->window_start_ns = ws;
+	control->window_end_ns = ws + 10 * SECOND;
+	for (uint32_t i = 0; i < 600; i++) /* more than one 64 KiB chunk */
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 600 * SECOND);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 600 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK, "all kept");
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 600 * SECOND);
+
+	/* Record 599 (second chunk) moves on: 2 s of mutex, blocked from 8 s. */
+	publish_blocked(599, ws, ws + 8 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 2 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 601 * SECOND);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 601 * SECOND);
+
+	/* A change seen only by a snapshot without the details ... */
+	publish_blocked(0, ws, ws + 7 * SECOND, TDSTAT_WAIT_SLEEP, TDSTAT_WAIT_SIGNAL, 3 * SECOND);
+	cr_assert_eq(td_ta_get_stats(agent, &s), TD_OK);
+	cr_assert_eq(published_detail(0)->acc_idle_ns[TDSTAT_WAIT_SIGNAL], 3 * SECOND);
+	/* ... then one with: record 0's detail is read, not the kept one
+	 * (whose copy of the new parity has no signal time). */
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_SIGNAL], 3 * SECOND);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 600 * SECOND);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_SLEEP], 3 * SECOND);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 600 * SECOND);
+	cr_assert_eq(ns.lwps_ns, (6 + 4 + 598 * 2) * SECOND);
+}

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tdstat/ps_live.h>
@@ -209,6 +210,68 @@ Test(live, disable_freezes_enable_and_reset_start_windows)
 	cr_assert_eq(later.enabled, 1);
 	cr_assert_gt(later.window_start_ns, ns.window_start_ns);
 	cr_assert_lt(later.window_ns, ns.window_ns);
+	session_stop(&s);
+}
+
+/* ABI 2.1's wall-clock anchor, written by the shim itself when it starts
+ * its first window: the window's start converts to this machine's wall
+ * clock (within a second: the test compares with its own reading). */
+Test(live, shim_writes_wall_clock_anchor)
+{
+	struct live_options options = { .enable = false };
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	struct timespec wall, mono;
+	struct session s;
+
+	session_start(&s, "sleep", 1, 5, &options);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &ns), TD_OK);
+	clock_gettime(CLOCK_REALTIME, &wall);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	cr_assert_eq(ns.abi_minor, TDSTAT_ABI_MINOR);
+	cr_assert_neq(ns.window_start_realtime_ns, 0, "no anchor from a shim of minor %u", ns.abi_minor);
+	long long offset = (long long)(wall.tv_sec - mono.tv_sec) * 1000000000ll + (wall.tv_nsec - mono.tv_nsec);
+	long long expected = (long long)ns.window_start_ns + offset;
+	cr_assert_leq(llabs((long long)ns.window_start_realtime_ns - expected), 1000000000ll,
+		      "anchor %llu, expected about %lld", (unsigned long long)ns.window_start_realtime_ns, expected);
+	session_stop(&s);
+}
+
+/*
+ * The agent reuses its last reading of the process CPU clock when the
+ * region proves no thread ran since (stats.c).  A thread the shim never
+ * saw (a raw clone) proves nothing: it burns CPU while every record holds
+ * still, and the figures must show it.  An agent that trusted the records
+ * alone reports the same cpu_ns twice.
+ */
+Test(live, cpu_of_an_untracked_thread_is_counted)
+{
+	td_ta_stats_ns_t a = { .size = sizeof(a) }, b = { .size = sizeof(b) };
+	struct session s;
+	char reply[64];
+	uint64_t kernel_before;
+
+	session_start(&s, "condvar", 2, 0, NULL);
+	tdtest_sleep_ms(30);
+	cr_assert(live_command(&s.target, "untracked 400", reply, sizeof(reply)));
+	if (strcmp(reply, "unsupported") == 0) {
+		session_stop(&s);
+		cr_skip_test("no raw clone thread on this architecture");
+	}
+	cr_assert_str_eq(reply, "untracked");
+	/* Main is back in poll() for longer than the commit lag: from here
+	 * on no record changes. */
+	tdtest_sleep_ms(30);
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &a), TD_OK);
+	kernel_before = kernel_cpu_ns(s.target.pid);
+	/* Until the kernel has seen the clone burn 50 ms (bounded: 15 s on
+	 * a loaded machine). */
+	for (int i = 0; i < 1500 && kernel_cpu_ns(s.target.pid) < kernel_before + 50000000u; i++)
+		tdtest_sleep_ms(10);
+	cr_assert_geq(kernel_cpu_ns(s.target.pid), kernel_before + 50000000u, "the clone never ran");
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &b), TD_OK);
+	cr_assert_eq(b.window_start_ns, a.window_start_ns);
+	cr_assert_geq(b.cpu_ns, a.cpu_ns + 50000000u, "cpu %llu then %llu: the clone's CPU is missing",
+		      (unsigned long long)a.cpu_ns, (unsigned long long)b.cpu_ns);
 	session_stop(&s);
 }
 

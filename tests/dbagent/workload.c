@@ -15,17 +15,25 @@
  * BLOCKED) and obeys one command per line:
  *   spawn K   start K more condvar waiters, answer "spawned"
  *   getconc   answer pthread_getconcurrency()
+ *   untracked MS  start a thread the shim never sees (a raw clone, not
+ *             pthread_create): it sleeps 100 ms, spins MS ms of CPU, then waits
+ *             for ever, all through raw system calls; answer "untracked"
+ *             (once per process, x86-64 only; else "unsupported")
  * It prints "ready" once every thread of MODE runs, and exits at EOF.
  */
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 static atomic_int started;
 static long parameter_ms = 10;
@@ -129,6 +137,64 @@ static void start_threads(void *(*routine)(void *), int count)
 	sleep_for(20);
 }
 
+#if defined(__x86_64__)
+/* No libc call that touches thread-local data: the clone shares the
+ * main thread's TLS (and the shim's syscall() wrapper uses it). */
+static long raw_syscall4(long number, long a, long b, long c, long d)
+{
+	long result;
+	register long r10 __asm__("r10") = d;
+
+	__asm__ volatile("syscall"
+			 : "=a"(result)
+			 : "a"(number), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return result;
+}
+
+static int untracked_thread(void *argument)
+{
+	static int forever;
+	struct timespec pause = { 0, 100 * 1000000L };
+	long ms = (long)(intptr_t)argument;
+
+	raw_syscall4(SYS_nanosleep, (long)&pause, 0, 0, 0);
+	/* MS of CPU, however long a loaded machine makes that take. */
+	for (;;) {
+		struct timespec used;
+
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
+		if (used.tv_sec * 1000 + used.tv_nsec / 1000000 >= ms)
+			break;
+		for (int i = 0; i < 1000; i++)
+			sink += (unsigned long)i;
+	}
+	for (;;)
+		raw_syscall4(SYS_futex, (long)&forever, FUTEX_WAIT_PRIVATE, 0, 0);
+	return 0;
+}
+
+/* One such thread per process: it never ends, and its stack is a static
+ * (a leak checker sees it reachable). */
+static char untracked_stack[64 * 1024] __attribute__((aligned(64)));
+static atomic_bool untracked_started;
+
+static bool start_untracked(long ms)
+{
+	if (atomic_exchange(&untracked_started, true))
+		return false;
+	return clone(untracked_thread, untracked_stack + sizeof(untracked_stack),
+		     CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM,
+		     (void *)(intptr_t)ms) > 0;
+}
+#else
+static bool start_untracked(long ms)
+{
+	(void)ms;
+	return false;
+}
+#endif
+
 static void serve_commands(void)
 {
 	char line[128];
@@ -155,6 +221,8 @@ static void serve_commands(void)
 				printf("spawned\n");
 			} else if (strcmp(line, "getconc") == 0) {
 				printf("%d\n", pthread_getconcurrency());
+			} else if (sscanf(line, "untracked %d", &k) == 1) {
+				printf("%s\n", start_untracked(k) ? "untracked" : "unsupported");
 			}
 			fflush(stdout);
 			length -= (size_t)(newline + 1 - line);

@@ -98,7 +98,7 @@ Test(layout, control)
 	AT(struct tdstat_control, generation, 32);
 	AT(struct tdstat_control, r_concurrency, 40);
 	AT(struct tdstat_control, rewriting, 48);
-	AT(struct tdstat_control, reserved1, 56);
+	AT(struct tdstat_control, realtime_offset_ns, 56);
 }
 
 Test(layout, status)
