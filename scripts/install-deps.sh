@@ -12,6 +12,9 @@ packages=(gcc make cmake pkg-config liburcu-dev libcriterion-dev mandoc
           # tests/tdstat tables_formats: the OpenMetrics parser
           python3-prometheus-client
           python3 perl xz-utils zstd coreutils procps
+          # libtdstat_core maps core files with elfutils (libdw-dev above);
+          # tests/debugger drives gdb and gcore (docs/DESIGN.md, "Core files and gdb")
+          gdb
           # tests/reliability: real threaded programs, the fuzzer, helgrind
           pigz stress-ng sysbench tar findutils bash
           clang libclang-rt-14-dev llvm valgrind

@@ -452,7 +452,60 @@ static uint64_t window_end_at(const struct tddb_header_view *view, uint64_t now)
 
 static struct tddb_window window_of(const struct tddb_header_view *view, uint64_t now)
 {
-	return (struct tddb_window){ .start = view->control.window_start_ns, .end = window_end_at(view, now) };
+	return (struct tddb_window){ .start = view->control.window_start_ns, .end = window_end_at(view, now), .now = now };
+}
+
+/* The clock that ends open intervals: for a frozen image, its moment. */
+static uint64_t reader_now(const struct tddb_image *image, uint64_t moment)
+{
+	return image->frozen ? moment : tddb_monotonic_ns();
+}
+
+/*
+ * The moment of a frozen image (include/tdstat/ps_image.h): the latest
+ * the region proves.  Every stamp a writer made is a moment the process
+ * reached; nothing in a core tells how long after the last of them it
+ * was dumped, so the window ends there.
+ */
+static td_err_e image_moment(const struct td_thragent *agent, const struct tddb_header_view *view, uint64_t *moment)
+{
+	const struct tddb_geometry *geometry = &agent->geometry;
+	const struct tdstat_layout *layout = &geometry->layout;
+	uint32_t size = geometry->record_size, detail_size = geometry->detail_size;
+	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(size, detail_size);
+	uint32_t count = tddb_min_u64(view->status.high_water, geometry->record_capacity);
+	uint64_t latest = tddb_max_u64(view->control.window_start_ns, view->status.exit_ns);
+	unsigned char *records, *details;
+	td_err_e err = TD_OK;
+
+	if (view->control.window_end_ns != TDSTAT_WINDOW_OPEN)
+		latest = tddb_max_u64(latest, view->control.window_end_ns);
+	records = malloc((size_t)per_chunk * ((size_t)size + detail_size));
+	if (!records)
+		return TD_MALLOC;
+	details = records + (size_t)per_chunk * size;
+	for (uint32_t base = 0; base < count && err == TD_OK; base += per_chunk) {
+		uint32_t n = count - base < per_chunk ? count - base : per_chunk;
+
+		err = region_read(agent, geometry->records_offset + (uint64_t)base * size, records, (size_t)n * size);
+		if (err == TD_OK)
+			err = region_read(agent, geometry->details_offset + (uint64_t)base * detail_size, details,
+					  (size_t)n * detail_size);
+		for (uint32_t i = 0; i < n && err == TD_OK; i++) {
+			const unsigned char *record = records + (size_t)i * size;
+			const unsigned char *copy = published_copy(geometry, record);
+			const unsigned char *detail = details + (size_t)i * detail_size + layout->detail_copies +
+						      (record_seq(geometry, record) & 1u) * layout->detail_copy_size;
+
+			latest = tddb_max_u64(latest, u64_at(copy, layout->since_ns));
+			latest = tddb_max_u64(latest, u64_at(copy, layout->epoch_ns));
+			latest = tddb_max_u64(latest, u64_at(record, layout->record_pending));
+			latest = tddb_max_u64(latest, u64_at(detail, layout->woken_ns));
+		}
+	}
+	free(records);
+	*moment = latest;
+	return err;
 }
 
 td_err_e tddb_cache_init(struct td_thragent *agent)
@@ -545,17 +598,25 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	const struct tddb_geometry *geometry = &agent->geometry;
 	uint32_t size = geometry->record_size, detail_size = geometry->detail_size;
 	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(size, detail_size);
-	uint64_t now = reader_clock(geometry);
-	uint64_t deadline = now + RETRY_BUDGET_NS;
+	struct tddb_image image;
+	uint64_t now, deadline;
 	unsigned char *first, *second, *details = NULL;
 	struct tddb_record_cache *cache;
 	uint32_t count, base;
 	td_err_e err;
 
+	/* A frozen image has one moment, and no writer to wait for. */
+	tddb_image_query(agent, &image);
+	now = image.frozen ? 0 : reader_clock(geometry);
+	deadline = tddb_monotonic_ns() + RETRY_BUDGET_NS;
 	err = tddb_read_header(agent, view);
+	if (err == TD_OK && image.frozen)
+		err = image_moment(agent, view, &now);
 	if (err != TD_OK)
 		return err;
-	now = reader_clock_for(geometry, view, now);
+	/* A core's window was frozen for good: nothing to wait out. */
+	if (!image.frozen)
+		now = reader_clock_for(geometry, view, now);
 	struct record_ends ends = {
 		.start = view->control.window_start_ns,
 		.open_end = window_end_at(view, now),
@@ -563,7 +624,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	};
 	count = tddb_min_u64(view->status.high_water, geometry->record_capacity);
 	if (count == 0) {
-		*window = window_of(view, tddb_monotonic_ns());
+		*window = window_of(view, reader_now(&image, now));
 		return TD_OK;
 	}
 	first = malloc((size_t)per_chunk * (2 * (size_t)size + (detail ? detail_size : 0)));
@@ -591,7 +652,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 					  (size_t)n * detail_size);
 		if (err == TD_OK && !cached)
 			err = region_read(agent, offset, second, (size_t)n * size);
-		ends.read_end = window_end_at(view, tddb_monotonic_ns());
+		ends.read_end = window_end_at(view, reader_now(&image, now));
 		/* Most chunks held still between the two reads: one compare
 		 * of the whole chunk clears every record at once (identical
 		 * bytes satisfy the latch's rule), else record by record. */
@@ -606,7 +667,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 			thread.index = base + i;
 			if (!chunk_stable && !record_stable(geometry, a, b)) {
 				err = record_reread(agent, base + i, a, b, d, deadline);
-				ends.read_end = window_end_at(view, tddb_monotonic_ns());
+				ends.read_end = window_end_at(view, reader_now(&image, now));
 			}
 			if (err == TD_OK)
 				err = thread_decode(geometry, &(struct record_bytes){ a, d }, &ends, &thread);
@@ -619,7 +680,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	if (cache)
 		pthread_mutex_unlock(&cache->lock);
 	free(first);
-	*window = window_of(view, tddb_monotonic_ns());
+	*window = window_of(view, reader_now(&image, now));
 	return err;
 }
 
@@ -708,7 +769,7 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 	snapshot->control = view.control;
 	snapshot->enabled = view.control.window_end_ns == TDSTAT_WINDOW_OPEN;
 	snapshot->detail = detail;
-	snapshot->now_ns = tddb_monotonic_ns();
+	snapshot->now_ns = window.now;
 	snapshot->window_start_ns = window.start;
 	snapshot->window_ns = window.end - window.start;
 	snapshot->live = sums.live;

@@ -117,15 +117,20 @@ td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_s
 				  td_ta_stats_ns_t *stats)
 {
 	const struct tddb_snapshot snapshot = *snapshot_in;
+	struct tddb_image image;
 	uint64_t cpu_end, cpu = 0;
 	td_err_e err;
 
-	if (snapshot.enabled) {
+	tddb_image_query(agent, &image);
+	if (!snapshot.enabled) {
+		cpu_end = snapshot.control.cpu_end_ns;
+	} else if (image.frozen) {
+		/* A core: its own notes, if it has them (ps_image.h). */
+		cpu_end = image.cpu_known ? image.cpu_ns : 0;
+	} else {
 		err = snapshot_cpu_ns(agent, &snapshot, &cpu_end);
 		if (err != TD_OK)
 			return err;
-	} else {
-		cpu_end = snapshot.control.cpu_end_ns;
 	}
 	if (cpu_end > snapshot.control.cpu_start_ns)
 		cpu = cpu_end - snapshot.control.cpu_start_ns;

@@ -121,10 +121,20 @@ struct tddb_header_view {
 	struct tdstat_status status;
 };
 
-/* The window a snapshot covers: [start, end), end = min(cap, now - lag). */
+/* The window a snapshot covers: [start, end), end = min(cap, now - lag);
+ * now: the reader's clock when the reads ended. */
 struct tddb_window {
 	uint64_t start;
 	uint64_t end;
+	uint64_t now;
+};
+
+/* What the provider says of the target (include/tdstat/ps_image.h):
+ * frozen for a core, with its CPU time when known. */
+struct tddb_image {
+	bool frozen;
+	bool cpu_known;
+	uint64_t cpu_ns;
 };
 
 /*
@@ -213,6 +223,9 @@ enum tddb_control_change {
 };
 td_err_e tddb_control_change(struct td_thragent *agent, enum tddb_control_change change);
 td_err_e tddb_control_set_concurrency(struct td_thragent *agent, int level);
+
+/* A frozen image or a live process (image.c). */
+void tddb_image_query(const struct td_thragent *agent, struct tddb_image *image);
 
 /* Statistics (stats.c). */
 td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns);

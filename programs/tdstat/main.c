@@ -7,6 +7,7 @@
  *   tdstat run [--format F] [-o FILE] [--plot IMAGE [-i SECS]] -- CMD [ARG...]
  *   tdstat ps [-i SECS] [--format F]
  *   tdstat serve [--listen ADDR:PORT]
+ *   tdstat core [--format F] [-t] [-w] COREFILE [EXECUTABLE]
  */
 #include "format.h"
 #include "plot.h"
@@ -36,6 +37,7 @@ static const char usage_text[] =
 	"       tdstat run [--format F] [-o FILE] [--plot IMAGE [-i SECS]] -- CMD [ARG...]\n"
 	"       tdstat ps [-i SECS] [--format F]\n"
 	"       tdstat serve [--listen ADDR:PORT]\n"
+	"       tdstat core [--format F] [-t] [-w] COREFILE [EXECUTABLE]\n"
 	"\n"
 	"Thread-concurrency statistics (Solaris's td_ta_get_stats) of a process\n"
 	"running with libtdshim.so preloaded, read through libc_db.\n"
@@ -66,6 +68,8 @@ static const char usage_text[] =
 	"  serve            answer GET /metrics (OpenMetrics, for Prometheus) with\n"
 	"                   the processes ps lists, until SIGINT or SIGTERM\n"
 	"  --listen ADDR:PORT   (serve) where (default 127.0.0.1:9464)\n"
+	"  core COREFILE    the statistics at the moment of a core dump (kernel\n"
+	"                   or gcore); EXECUTABLE: the program, if moved\n"
 	"  -h, --help       this text\n"
 	"  -V, --version    the version\n"
 	"\n"
@@ -320,6 +324,43 @@ static int main_serve(int argc, char **argv)
 	return tdstat_serve(&options);
 }
 
+static int main_core(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		FORMAT_LONG_OPTIONS,
+		{ "threads", no_argument, NULL, 't' },
+		{ "objects", no_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tdstat_core_options options = { 0 };
+	int option, status;
+
+	argc--;
+	argv++;
+	optind = 1;
+	while ((option = getopt_long(argc, argv, ":tw", long_options, NULL)) != -1) {
+		if (format_option(option, optarg, &options.format, &status))
+			continue;
+		if (status != TDSTAT_EXIT_OK)
+			return status;
+		switch (option) {
+		case 't':
+			options.threads = true;
+			break;
+		case 'w':
+			options.objects = true;
+			break;
+		default:
+			return option_error(option, argv[optind - 1]);
+		}
+	}
+	if (argc - optind < 1 || argc - optind > 2)
+		return usage_error(argc == optind ? "no core file given" : "too many arguments to core", NULL);
+	options.core_path = argv[optind];
+	options.executable_path = argc - optind == 2 ? argv[optind + 1] : NULL;
+	return tdstat_core(&options);
+}
+
 static int main_information(const char *argument)
 {
 	if (!strcmp(argument, "--help") || !strcmp(argument, "-h")) {
@@ -362,5 +403,7 @@ int main(int argc, char **argv)
 		return main_ps(argc, argv);
 	if (!strcmp(command, "serve"))
 		return main_serve(argc, argv);
+	if (!strcmp(command, "core"))
+		return main_core(argc, argv);
 	return main_watch(argc, argv);
 }

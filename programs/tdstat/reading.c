@@ -41,22 +41,28 @@ static int keep_thread(const td_thr_stats_ns_t *thread, void *data)
 	return 0;
 }
 
-td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading)
+td_err_e tdstat_reading_threads(const td_thragent_t *agent, struct tdstat_reading *reading)
 {
 	struct growing growing = { .reading = reading };
 	td_err_e err;
 
 	memset(reading, 0, sizeof(*reading));
 	reading->stats.size = sizeof(reading->stats);
-	err = td_ta_thr_stats_iter(target->agent, keep_thread, &growing, &reading->stats);
+	err = td_ta_thr_stats_iter(agent, keep_thread, &growing, &reading->stats);
 	if (err == TD_OK && growing.failed)
 		err = TD_MALLOC;
-	if (err != TD_OK) {
+	if (err != TD_OK)
 		tdstat_reading_free(reading);
-		return err;
-	}
-	reading->kernel_valid = tdstat_kernel_sample(target->pid, &reading->kernel);
-	return TD_OK;
+	return err;
+}
+
+td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading)
+{
+	td_err_e err = tdstat_reading_threads(target->agent, reading);
+
+	if (err == TD_OK)
+		reading->kernel_valid = tdstat_kernel_sample(target->pid, &reading->kernel);
+	return err;
 }
 
 void tdstat_reading_free(struct tdstat_reading *reading)

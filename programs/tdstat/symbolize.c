@@ -13,10 +13,12 @@
 #include "tdstat.h"
 
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A module loaded after the last report (dlopen) is found by reporting
  * the modules again, at most this often. */
@@ -40,6 +42,10 @@ struct cached {
 
 struct tdstat_symbolizer {
 	pid_t pid;
+	/* Over a core (tdstat core): its modules never change. */
+	int core_fd;
+	Elf *core;
+	char *executable;
 	Dwfl *dwfl;
 	uint64_t reported_ns;
 	struct cached cache[CACHE_SLOTS];
@@ -57,6 +63,12 @@ static const Dwfl_Callbacks callbacks = {
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 };
 
+/* A core names its files (NT_FILE); they are found by build ID. */
+static const Dwfl_Callbacks core_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
 static uint64_t monotonic_ns(void)
 {
 	struct timespec now;
@@ -70,7 +82,10 @@ static bool report_modules(struct tdstat_symbolizer *symbolizer)
 	bool ok;
 
 	dwfl_report_begin(symbolizer->dwfl);
-	ok = dwfl_linux_proc_report(symbolizer->dwfl, symbolizer->pid) == 0;
+	if (symbolizer->core)
+		ok = dwfl_core_file_report(symbolizer->dwfl, symbolizer->core, symbolizer->executable) >= 0;
+	else
+		ok = dwfl_linux_proc_report(symbolizer->dwfl, symbolizer->pid) == 0;
 	dwfl_report_end(symbolizer->dwfl, NULL, NULL);
 	symbolizer->reported_ns = monotonic_ns();
 	memset(symbolizer->cache, 0, sizeof(symbolizer->cache));
@@ -84,7 +99,31 @@ struct tdstat_symbolizer *tdstat_symbolizer_open(pid_t pid)
 	if (!symbolizer)
 		return NULL;
 	symbolizer->pid = pid;
+	symbolizer->core_fd = -1;
 	symbolizer->dwfl = dwfl_begin(&callbacks);
+	if (!symbolizer->dwfl || !report_modules(symbolizer)) {
+		tdstat_symbolizer_close(symbolizer);
+		return NULL;
+	}
+	return symbolizer;
+}
+
+struct tdstat_symbolizer *tdstat_symbolizer_open_core(const char *core_path, const char *executable)
+{
+	struct tdstat_symbolizer *symbolizer = calloc(1, sizeof(*symbolizer));
+	GElf_Ehdr header;
+
+	if (!symbolizer)
+		return NULL;
+	elf_version(EV_CURRENT);
+	symbolizer->core_fd = open(core_path, O_RDONLY | O_CLOEXEC);
+	if (symbolizer->core_fd >= 0)
+		symbolizer->core = elf_begin(symbolizer->core_fd, ELF_C_READ_MMAP, NULL);
+	if (executable)
+		symbolizer->executable = strdup(executable);
+	if (symbolizer->core && gelf_getehdr(symbolizer->core, &header) && header.e_type == ET_CORE &&
+	    (!executable || symbolizer->executable))
+		symbolizer->dwfl = dwfl_begin(&core_callbacks);
 	if (!symbolizer->dwfl || !report_modules(symbolizer)) {
 		tdstat_symbolizer_close(symbolizer);
 		return NULL;
@@ -98,6 +137,11 @@ void tdstat_symbolizer_close(struct tdstat_symbolizer *symbolizer)
 		return;
 	if (symbolizer->dwfl)
 		dwfl_end(symbolizer->dwfl);
+	if (symbolizer->core)
+		elf_end(symbolizer->core);
+	if (symbolizer->core_fd >= 0)
+		close(symbolizer->core_fd);
+	free(symbolizer->executable);
 	free(symbolizer);
 }
 
@@ -105,7 +149,8 @@ static Dwfl_Module *module_of(struct tdstat_symbolizer *symbolizer, uint64_t add
 {
 	Dwfl_Module *module = dwfl_addrmodule(symbolizer->dwfl, (Dwarf_Addr)address);
 
-	if (!module && monotonic_ns() - symbolizer->reported_ns > REPORT_AGAIN_NS && report_modules(symbolizer))
+	if (!module && !symbolizer->core && monotonic_ns() - symbolizer->reported_ns > REPORT_AGAIN_NS &&
+	    report_modules(symbolizer))
 		module = dwfl_addrmodule(symbolizer->dwfl, (Dwarf_Addr)address);
 	return module;
 }

@@ -20,6 +20,7 @@
  *               samples `run`'s command for it
  *   privilege.c does CMD gain privileges (setuid...) when it starts
  *   shim_path.c where libtdshim.so is, built or installed
+ *   core.c      tdstat core: a core file through libtdstat_core
  *
  * Everything read from a target goes through libc_db (td_ta_*); the
  * command never looks at the target's memory itself.
@@ -197,6 +198,8 @@ void tdstat_printable(char *text);
 /* reading.c */
 /* On failure returns the td_err_e and leaves nothing to free. */
 td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading);
+/* The threads and the process only, no kernel figures (a core). */
+td_err_e tdstat_reading_threads(const td_thragent_t *agent, struct tdstat_reading *reading);
 void tdstat_reading_free(struct tdstat_reading *reading);
 /* The thread of a record in a reading (NULL reading, or none: NULL). */
 const td_thr_stats_ns_t *tdstat_reading_record(const struct tdstat_reading *reading, uint32_t record);
@@ -223,6 +226,9 @@ void tdstat_object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kin
 
 /* symbolize.c: names from the target's symbol tables (elfutils). */
 struct tdstat_symbolizer *tdstat_symbolizer_open(pid_t pid); /* NULL: no names */
+/* The same over a core file and the files it names (executable: NULL, or
+ * the program if it moved). */
+struct tdstat_symbolizer *tdstat_symbolizer_open_core(const char *core_path, const char *executable);
 void tdstat_symbolizer_close(struct tdstat_symbolizer *symbolizer);
 /* The symbol holding address ("name" or "name+OFFSET"); false if none. */
 bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t address, char *name, size_t size);
@@ -281,5 +287,14 @@ struct tdstat_serve_options {
 	const char *listen; /* ADDR:PORT; NULL: 127.0.0.1:9464 */
 };
 int tdstat_serve(const struct tdstat_serve_options *options);
+
+struct tdstat_core_options {
+	const struct tdstat_format *format;
+	bool threads; /* -t: a row per thread */
+	bool objects; /* -w: the objects waited on */
+	const char *core_path;
+	const char *executable_path; /* NULL: the one the core names */
+};
+int tdstat_core(const struct tdstat_core_options *options);
 
 #endif /* TDSTAT_COMMAND_H */

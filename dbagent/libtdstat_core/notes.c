@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The core's notes: who the process was (NT_PRPSINFO), its threads and
+ * their CPU time (NT_PRSTATUS).  libelf checks that each note lies inside
+ * the file; sizes are checked here before a note's descriptor is used.
+ *
+ * CPU time.  The kernel writes into the thread group leader's
+ * NT_PRSTATUS the whole process's user and system time (its
+ * thread_group_cputime, exited threads included: the process CPU clock
+ * the shim reads at a window's start), and into every other thread's
+ * note that thread's own.  So the process's CPU time is the leader's
+ * note; when the leader is not in the core (main returned through
+ * pthread_exit) it is the sum over the threads present, which misses
+ * the threads that had exited.  gdb's gcore (bfd's elfcore_write_prstatus)
+ * fills in only the TID, the signal and the registers: zero parent,
+ * group and session too, which the kernel never writes for a process it
+ * dumps.  That tells the two apart: a kernel core's zero CPU time is a
+ * process that ran less than a clock tick, gcore's means none is known.
+ */
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/procfs.h>
+
+#include "core_private.h"
+
+static uint64_t timeval_ns(struct timeval time)
+{
+	if (time.tv_sec < 0 || time.tv_usec < 0 || time.tv_usec >= 1000000)
+		return 0;
+	return (uint64_t)time.tv_sec * 1000000000u + (uint64_t)time.tv_usec * 1000u;
+}
+
+struct notes {
+	bool have_psinfo;
+	pid_t psinfo_pid;
+	char command[17];
+	int first_signal;
+	size_t count, capacity;
+	struct tdcore_thread *threads;
+};
+
+static enum tdcore_status thread_add(struct notes *notes, const prstatus_t *status)
+{
+	uint64_t cpu = timeval_ns(status->pr_utime) + timeval_ns(status->pr_stime);
+	bool from_kernel = status->pr_ppid != 0 || status->pr_pgrp != 0 || status->pr_sid != 0;
+
+	if (notes->count == notes->capacity) {
+		size_t capacity = notes->capacity ? 2 * notes->capacity : 16;
+		struct tdcore_thread *threads;
+
+		if (notes->count >= TDCORE_THREADS_MAX)
+			return TDCORE_DAMAGED;
+		threads = realloc(notes->threads, capacity * sizeof(*threads));
+		if (!threads)
+			return TDCORE_NO_MEMORY;
+		notes->threads = threads;
+		notes->capacity = capacity;
+	}
+	if (notes->count == 0)
+		notes->first_signal = status->pr_cursig;
+	notes->threads[notes->count++] = (struct tdcore_thread){
+		.tid = status->pr_pid, .cpu_known = from_kernel, .cpu_ns = cpu,
+	};
+	return TDCORE_OK;
+}
+
+static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr *phdr, struct notes *notes)
+{
+	Elf_Data *data = elf_getdata_rawchunk(ph->elf, (int64_t)phdr->p_offset, phdr->p_filesz, ELF_T_NHDR);
+	size_t offset = 0, name_at, desc_at;
+	GElf_Nhdr note;
+
+	if (!data)
+		return TDCORE_DAMAGED;
+	while (offset < data->d_size) {
+		size_t next = gelf_getnote(data, offset, &note, &name_at, &desc_at);
+		const char *name = (const char *)data->d_buf + name_at;
+		const void *desc = (const char *)data->d_buf + desc_at;
+		enum tdcore_status status = TDCORE_OK;
+
+		if (next == 0 || next <= offset)
+			return TDCORE_DAMAGED;
+		offset = next;
+		if (note.n_namesz != sizeof("CORE") || memcmp(name, "CORE", sizeof("CORE")) != 0)
+			continue;
+		if (note.n_type == NT_PRSTATUS && note.n_descsz >= sizeof(prstatus_t)) {
+			prstatus_t prstatus;
+
+			memcpy(&prstatus, desc, sizeof(prstatus));
+			status = thread_add(notes, &prstatus);
+		} else if (note.n_type == NT_PRPSINFO && note.n_descsz >= sizeof(prpsinfo_t) && !notes->have_psinfo) {
+			prpsinfo_t psinfo;
+
+			memcpy(&psinfo, desc, sizeof(psinfo));
+			notes->have_psinfo = true;
+			notes->psinfo_pid = psinfo.pr_pid;
+			/* Printable ASCII only: callers print it, and a
+			 * hostile core must not write to their terminal. */
+			for (size_t i = 0; i < sizeof(psinfo.pr_fname) && psinfo.pr_fname[i]; i++) {
+				unsigned char c = (unsigned char)psinfo.pr_fname[i];
+
+				notes->command[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+			}
+		}
+		if (status != TDCORE_OK)
+			return status;
+	}
+	return TDCORE_OK;
+}
+
+/* The process's CPU time by the rule at the top of this file. */
+static void process_cpu(struct tdcore_process *process, struct tdcore_thread *threads, size_t count)
+{
+	uint64_t sum = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < count; i++) {
+		if (threads[i].tid == process->pid && threads[i].cpu_known) {
+			process->cpu_known = 1;
+			process->cpu_ns = threads[i].cpu_ns;
+			/* The leader's own share is not in the core. */
+			threads[i].cpu_known = 0;
+			threads[i].cpu_ns = 0;
+			return;
+		}
+		sum += threads[i].cpu_ns;
+		any = any || threads[i].cpu_known;
+	}
+	process->cpu_known = any;
+	process->cpu_ns = sum;
+}
+
+enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
+{
+	struct notes notes = { 0 };
+	enum tdcore_status status = TDCORE_OK;
+	uint64_t note_bytes = 0;
+	size_t phdr_count;
+
+	if (elf_getphdrnum(ph->elf, &phdr_count) != 0)
+		return TDCORE_DAMAGED;
+	for (size_t i = 0; i < phdr_count && status == TDCORE_OK; i++) {
+		GElf_Phdr phdr;
+
+		if (!gelf_getphdr(ph->elf, (int)i, &phdr))
+			status = TDCORE_DAMAGED;
+		else if (phdr.p_type == PT_NOTE && (note_bytes += phdr.p_filesz) > TDCORE_NOTES_BYTES_MAX)
+			status = TDCORE_DAMAGED;
+		else if (phdr.p_type == PT_NOTE)
+			status = note_segment(ph, &phdr, &notes);
+	}
+	/* A core without a thread is not a process's core. */
+	if (status == TDCORE_OK && notes.count == 0)
+		status = TDCORE_DAMAGED;
+	if (status != TDCORE_OK) {
+		free(notes.threads);
+		return status;
+	}
+	ph->threads = notes.threads;
+	ph->process.pid = notes.have_psinfo ? notes.psinfo_pid : notes.threads[0].tid;
+	memcpy(ph->process.command, notes.command, sizeof(notes.command));
+	ph->process.signal = notes.first_signal;
+	ph->process.threads = notes.count;
+	process_cpu(&ph->process, ph->threads, notes.count);
+	return TDCORE_OK;
+}

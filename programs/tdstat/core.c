@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdstat core: the statistics a process had when it was dumped, read
+ * through libc_db from a core file with libtdstat_core as the
+ * proc_service provider (docs/DESIGN.md, "Core files and gdb").
+ *
+ * The window ends at the dump.  A core holds no clock reading, so the
+ * agent ends it at the latest moment the records prove (ps_image.h):
+ * the last state change, wake-up or pending stamp any thread made.  The
+ * CPU time is the one the kernel wrote into the core's NT_PRSTATUS
+ * notes; gcore writes none, and then the running figure is unknown.
+ * -t and -w: the threads' rows and the objects waited on, from the same
+ * walk, named from the symbol tables of the files the core names; a core
+ * holds no thread names and no descriptor table.
+ *
+ * libtdstat_core is linked before libtdstat_ps: its ps_* routines serve
+ * its handles and pass every other to the live provider (ps_core.h).
+ */
+#include "format.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tdstat/ps_core.h>
+
+static void explain_open(enum tdcore_status status, const char *path, int error)
+{
+	char line[512];
+
+	tdstat_error("%s", tdcore_explain(status, path, error, line, sizeof(line)));
+}
+
+static void explain_agent(td_err_e err, struct ps_prochandle *core, const struct tdcore_process *process,
+			  const char *path)
+{
+	enum tdcore_status status = tdcore_last_status(core);
+
+	switch (err) {
+	case TD_NOLIBTHREAD:
+		if (status == TDCORE_FILES_MISSING) {
+			explain_open(status, path, 0);
+			return;
+		}
+		tdstat_error("process %d (%s) in %s had not loaded libtdshim.so, so it kept no statistics: "
+			     "start it with `tdstat run -- CMD` or LD_PRELOAD=libtdshim.so before it hangs or dies",
+			     (int)process->pid, process->command, path);
+		return;
+	case TD_VERSION:
+		tdstat_error("process %d in %s ran a libtdshim.so of another ABI version, or one that had not "
+			     "finished starting: use the tdstat installed with that shim",
+			     (int)process->pid, path);
+		return;
+	case TD_MALLOC:
+		tdstat_error("out of memory reading %s", path);
+		return;
+	case TD_DBERR:
+		if (status != TDCORE_OK) {
+			explain_open(status, path, 0);
+			return;
+		}
+		tdstat_error("the statistics region in %s is damaged", path);
+		return;
+	default:
+		tdstat_error("libc_db failed on %s (td_err_e %d)", path, (int)err);
+		return;
+	}
+}
+
+/* Text only: what the core is, before the usual header and row (the
+ * other formats are read by programs, which expect their lines alone). */
+static void describe(const struct tdstat_core_options *options, const struct tdcore_process *process,
+		     const td_ta_stats_ns_t *stats, const struct tdstat_interval *interval)
+{
+	printf("core %s: process %d (%s), %zu threads in the core", options->core_path, (int)process->pid,
+	       process->command, process->threads);
+	if (process->signal > 0)
+		printf(", dumped on signal %d (%s)", process->signal, strsignal(process->signal));
+	printf("\n");
+	if (process->cpu_known)
+		printf("CPU time %.3f s (the core's NT_PRSTATUS notes)\n", process->cpu_ns / 1e9);
+	else
+		printf("CPU time not in the core (gcore writes none): RUNNING shows 0, not measured\n");
+	if (!stats->enabled)
+		printf("gathering was off at the dump: the window ends when it was turned off\n");
+	printf("window: %.3f s, ending at the last moment the records prove\n", interval->window_s);
+}
+
+/* Rows of -t and -w from one reading of the core (its window so far).
+ * They are computed for pid 0, which names no /proc entry: what the
+ * command would look up there (thread names, descriptors) belongs to
+ * whatever process has the core's PID now, not to the core. */
+static void print(const struct tdstat_core_options *options, const struct tdcore_process *process,
+		  const struct tdstat_reading *reading, const struct tdstat_interval *interval)
+{
+	struct tdstat_symbolizer *symbolizer = NULL;
+	struct tdstat_thread_row *threads = NULL;
+	struct tdstat_object_row *objects = NULL;
+	size_t thread_count = 0, object_count = 0;
+	struct tdstat_output output;
+
+	if (options->threads || options->objects)
+		symbolizer = tdstat_symbolizer_open_core(options->core_path, options->executable_path);
+	if (options->threads) {
+		thread_count = tdstat_thread_rows(0, NULL, reading, &threads);
+		tdstat_thread_rows_name(symbolizer, threads, thread_count);
+		for (size_t i = 0; i < thread_count; i++)
+			threads[i].pid = process->pid;
+	}
+	if (options->objects) {
+		object_count = tdstat_object_rows(0, symbolizer, NULL, reading, &objects);
+		for (size_t i = 0; i < object_count; i++)
+			objects[i].pid = process->pid;
+	}
+	tdstat_output_init(&output, options->format, stdout, TDSTAT_OUTPUT_LIVE);
+	output.threads = options->threads;
+	output.objects = options->objects;
+	if (output.format == &tdstat_format_text_row)
+		describe(options, process, &reading->stats, interval);
+	tdstat_output_start(&output);
+	tdstat_output_begin(&output);
+	tdstat_output_process(&output, interval);
+	for (size_t i = 0; i < thread_count; i++)
+		tdstat_output_thread(&output, &threads[i]);
+	for (size_t i = 0; i < object_count; i++)
+		tdstat_output_object(&output, &objects[i]);
+	tdstat_output_end(&output);
+	tdstat_output_close(&output);
+	free(threads);
+	free(objects);
+	tdstat_symbolizer_close(symbolizer);
+}
+
+int tdstat_core(const struct tdstat_core_options *options)
+{
+	struct ps_prochandle *core = NULL;
+	struct tdcore_process process;
+	struct tdstat_interval interval;
+	struct tdstat_reading reading;
+	td_thragent_t *agent = NULL;
+	enum tdcore_status status;
+	td_err_e err;
+	int result = TDSTAT_EXIT_FAILURE;
+
+	status = tdcore_open(options->core_path, options->executable_path, &core);
+	if (status != TDCORE_OK) {
+		explain_open(status, options->core_path, errno);
+		return TDSTAT_EXIT_FAILURE;
+	}
+	tdcore_process(core, &process);
+	err = td_init();
+	if (err == TD_OK)
+		err = td_ta_new(core, &agent);
+	/* The process line and the threads from one walk. */
+	if (err == TD_OK)
+		err = tdstat_reading_threads(agent, &reading);
+	if (err != TD_OK) {
+		explain_agent(err, core, &process, options->core_path);
+	} else {
+		tdstat_interval_compute(&interval, process.pid, NULL, &reading.stats);
+		/* NT_PRPSINFO's name, printable ASCII already (ps_core.h). */
+		snprintf(interval.comm, sizeof(interval.comm), "%s", process.command);
+		print(options, &process, &reading, &interval);
+		tdstat_reading_free(&reading);
+		result = TDSTAT_EXIT_OK;
+	}
+	if (agent)
+		td_ta_delete(agent);
+	tdcore_close(core);
+	return result;
+}
