@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""tdstat -w must name a wait's object truthfully (tdstat(1), Objects:
+"for io, the file descriptor (the first one of a poll) and what it refers
+to; for child, the process waited for") and give each row of a family its
+own label set (OpenMetrics: a MetricFamily has at most one Metric per
+LabelSet; a consumer keeps one and the object rows no longer add up to
+the kind's idle figure).  Target: workload.c.
+Environment: TDSTAT, TDSHIM, WORKLOAD."""
+
+import collections
+import json
+import os
+import subprocess
+import tempfile
+import time
+import unittest
+
+TDSTAT = os.environ["TDSTAT"]
+
+
+class Target:
+    def __init__(self, *args):
+        self.args = args
+
+    def __enter__(self):
+        env = dict(os.environ, LD_PRELOAD=os.environ["TDSHIM"], TDSTAT_ENABLE="1")
+        self.process = subprocess.Popen([os.environ["WORKLOAD"], *self.args], env=env, stdout=subprocess.PIPE,
+                                        text=True)
+        line = self.process.stdout.readline().split()
+        assert line[0] == "ready", line
+        self.value = int(line[1])
+        time.sleep(0.3)
+        self.pid = str(self.process.pid)
+        return self
+
+    def __exit__(self, *exc):
+        self.process.kill()
+        self.process.wait()
+        self.process.stdout.close()
+
+
+def tdstat(target, fmt):
+    return subprocess.run([TDSTAT, "-w", "-i", "0.3", "-c", "2", "--format", fmt, target.pid],
+                          check=True, capture_output=True, text=True, timeout=60).stdout
+
+
+def object_rows(text):
+    return [r for r in map(json.loads, text.splitlines()) if "kind" in r and not r.get("ended")]
+
+
+class NamesOfWaits(unittest.TestCase):
+    def test_select_names_its_descriptor(self):
+        """select(R+1, {R}): the row names descriptor R (the pipe), not R+1."""
+        with tempfile.TemporaryDirectory() as directory:
+            marker = os.path.join(directory, "break11-marker")
+            with Target("select", marker) as target:
+                rows = [r for r in object_rows(tdstat(target, "json")) if r["kind"] == "io"]
+        self.assertTrue(rows)
+        for row in rows:
+            self.assertNotIn("break11-marker", row["object"], row)
+            self.assertTrue(row["object"].startswith("fd %d " % target.value), row)
+
+    def test_child_waits_named_by_idtype(self):
+        """waitid(P_PGID, g) waits for group g's children, not for a process g."""
+        with Target("children") as target:
+            rows = [r for r in object_rows(tdstat(target, "json")) if r["kind"] == "child"]
+        self.assertTrue(rows)
+        for row in rows:
+            self.assertNotEqual(row["object"], "pid %d" % target.value, row)
+
+    def test_openmetrics_object_labels_unique(self):
+        """Three waits for children from one function: three rows, three label sets."""
+        with Target("children") as target:
+            text = tdstat(target, "openmetrics")
+        expositions = [e for e in text.split("# EOF\n") if e.strip()]
+        self.assertEqual(len(expositions), 2)
+        for exposition in expositions:
+            seen = collections.Counter(line.rsplit(" ", 1)[0] for line in exposition.splitlines()
+                                       if line.startswith("tdstat_object_waiting{"))
+            self.assertGreaterEqual(sum(seen.values()), 4, exposition)
+            for labels, count in seen.items():
+                self.assertEqual(count, 1, "label set repeated in one exposition: %s" % labels)
+
+
+if __name__ == "__main__":
+    unittest.main()

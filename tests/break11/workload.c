@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Targets for tests/break11/names_test.py: waits whose objects tdstat -w
+ * must name truthfully and as distinct rows.
+ *   select    main waits in select() on a pipe (fd R) with nfds R+1, while
+ *             descriptor R+1 is open on a marker file;
+ *   children  three threads of one function wait for children:
+ *             waitpid(-1), waitpid(0) and waitid(P_PGID, own group).
+ * Prints "ready" once every wait has begun (or is about to), then stays.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/select.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int run_select(const char *marker)
+{
+	int pipe_fds[2];
+	fd_set readable;
+
+	if (pipe(pipe_fds) != 0)
+		return 1;
+	/* The write end moves out of the way so the marker file takes the
+	 * descriptor after the read end. */
+	if (dup2(pipe_fds[1], 40) < 0 || close(pipe_fds[1]) != 0)
+		return 1;
+	if (open(marker, O_RDONLY | O_CREAT, 0600) != pipe_fds[0] + 1)
+		return 1;
+	printf("ready %d\n", pipe_fds[0]);
+	fflush(stdout);
+	FD_ZERO(&readable);
+	FD_SET(pipe_fds[0], &readable);
+	select(pipe_fds[0] + 1, &readable, NULL, NULL, NULL);
+	return 0;
+}
+
+enum how { ANY_PID, OWN_GROUP_PID, OWN_GROUP_ID };
+
+static void *waiter(void *arg)
+{
+	siginfo_t info;
+
+	switch ((enum how)(intptr_t)arg) {
+	case ANY_PID:
+		waitpid(-1, NULL, 0);
+		break;
+	case OWN_GROUP_PID:
+		waitpid(0, NULL, 0);
+		break;
+	case OWN_GROUP_ID:
+		waitid(P_PGID, (id_t)getpgid(0), &info, WEXITED);
+		break;
+	}
+	return NULL;
+}
+
+static int run_children(void)
+{
+	pthread_t threads[3];
+	pid_t child = fork();
+
+	if (child < 0)
+		return 1;
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_create(&threads[i], NULL, waiter, (void *)(intptr_t)i);
+	printf("ready %d\n", (int)getpgid(0));
+	fflush(stdout);
+	for (int i = 0; i < 3; i++)
+		pthread_join(threads[i], NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "select"))
+		return run_select(argv[2]);
+	if (argc == 2 && !strcmp(argv[1], "children"))
+		return run_children();
+	fprintf(stderr, "usage: %s select MARKER | children\n", argv[0]);
+	return 2;
+}
