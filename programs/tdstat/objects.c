@@ -241,7 +241,7 @@ static void object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kin
 		snprintf(name, size, "-");
 		return;
 	case TDSTAT_WAIT_IO: {
-		/* The first descriptor waited on (poll, select: their count). */
+		/* The first descriptor waited on (poll's first, select's lowest). */
 		char link[96], target[256];
 		ssize_t length;
 
