@@ -69,18 +69,25 @@ class NamesOfWaits(unittest.TestCase):
         for row in rows:
             self.assertNotEqual(row["object"], "pid %d" % target.value, row)
 
-    def test_openmetrics_object_labels_unique(self):
-        """Three waits for children from one function: three rows, three label sets."""
-        with Target("children") as target:
-            text = tdstat(target, "openmetrics")
+    def labels_unique(self, text, rows):
         expositions = [e for e in text.split("# EOF\n") if e.strip()]
         self.assertEqual(len(expositions), 2)
         for exposition in expositions:
             seen = collections.Counter(line.rsplit(" ", 1)[0] for line in exposition.splitlines()
                                        if line.startswith("tdstat_object_waiting{"))
-            self.assertGreaterEqual(sum(seen.values()), 4, exposition)
+            self.assertGreaterEqual(sum(seen.values()), rows, exposition)
             for labels, count in seen.items():
                 self.assertEqual(count, 1, "label set repeated in one exposition: %s" % labels)
+
+    def test_openmetrics_object_labels_unique(self):
+        """Three waits for children from one function: three rows, three label sets."""
+        with Target("children") as target:
+            self.labels_unique(tdstat(target, "openmetrics"), 4)
+
+    def test_openmetrics_same_named_functions(self):
+        """Two static functions called waiter (two files) on one condvar: two rows, two label sets."""
+        with Target("same-names") as target:
+            self.labels_unique(tdstat(target, "openmetrics"), 3)
 
 
 if __name__ == "__main__":

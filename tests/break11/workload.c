@@ -5,7 +5,9 @@
  *   select    main waits in select() on a pipe (fd R) with nfds R+1, while
  *             descriptor R+1 is open on a marker file;
  *   children  three threads of one function wait for children:
- *             waitpid(-1), waitpid(0) and waitid(P_PGID, own group).
+ *             waitpid(-1), waitpid(0) and waitid(P_PGID, own group);
+ *   same-names two static functions named `waiter`, in two files, wait
+ *             on one condition variable (same_name_a.c, same_name_b.c).
  * Prints "ready" once every wait has begun (or is about to), then stays.
  */
 #define _GNU_SOURCE
@@ -20,6 +22,11 @@
 #include <sys/select.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "same_name.h"
+
+pthread_mutex_t same_name_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t same_name_cond = PTHREAD_COND_INITIALIZER;
 
 static int run_select(const char *marker)
 {
@@ -83,12 +90,26 @@ static int run_children(void)
 	return 0;
 }
 
+static int run_same_names(void)
+{
+	pthread_t threads[2];
+
+	start_waiter_a(&threads[0]);
+	start_waiter_b(&threads[1]);
+	printf("ready 0\n");
+	fflush(stdout);
+	pthread_join(threads[0], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "select"))
 		return run_select(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "children"))
 		return run_children();
-	fprintf(stderr, "usage: %s select MARKER | children\n", argv[0]);
+	if (argc == 2 && !strcmp(argv[1], "same-names"))
+		return run_same_names();
+	fprintf(stderr, "usage: %s select MARKER | children | same-names\n", argv[0]);
 	return 2;
 }
