@@ -6,6 +6,9 @@
  *             descriptor R+1 is open on a marker file;
  *   children  three threads of one function wait for children:
  *             waitpid(-1), waitpid(0) and waitid(P_PGID, own group);
+ *   churn      threads with odd names (quotes, commas, a newline, '%',
+ *             a backslash, bytes that are not UTF-8) pass a mutex and a
+ *             condvar around while others start and end short threads;
  *   same-names two static functions named `waiter`, in two files, wait
  *             on one condition variable (same_name_a.c, same_name_b.c).
  * Prints "ready" once every wait has begun (or is about to), then stays.
@@ -21,6 +24,7 @@
 #include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "same_name.h"
@@ -90,6 +94,56 @@ static int run_children(void)
 	return 0;
 }
 
+static pthread_mutex_t churn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t churn_cond = PTHREAD_COND_INITIALIZER;
+static const char *const odd_names[] = {
+	"q\"uo,te", "new\nline", "%s%n%d", "back\\sl", "\xff\xfe\xc3", "a\"\\,\r%",
+};
+
+static void *short_thread(void *arg)
+{
+	struct timespec pause_for = { 0, 200000 };
+
+	prctl(PR_SET_NAME, odd_names[(intptr_t)arg % 6]);
+	nanosleep(&pause_for, NULL);
+	return NULL;
+}
+
+static void *churner(void *arg)
+{
+	prctl(PR_SET_NAME, odd_names[(intptr_t)arg % 6]);
+	for (unsigned long i = 0;; i++) {
+		pthread_t thread;
+		struct timespec deadline;
+
+		if ((intptr_t)arg % 2 && pthread_create(&thread, NULL, short_thread, (void *)(intptr_t)i) == 0)
+			pthread_join(thread, NULL);
+		pthread_mutex_lock(&churn_lock);
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_nsec += 300000;
+		if (deadline.tv_nsec >= 1000000000) {
+			deadline.tv_nsec -= 1000000000;
+			deadline.tv_sec++;
+		}
+		pthread_cond_broadcast(&churn_cond);
+		pthread_cond_timedwait(&churn_cond, &churn_lock, &deadline);
+		pthread_mutex_unlock(&churn_lock);
+	}
+	return NULL;
+}
+
+static int run_churn(void)
+{
+	pthread_t threads[6];
+
+	for (int i = 0; i < 6; i++)
+		pthread_create(&threads[i], NULL, churner, (void *)(intptr_t)i);
+	printf("ready 0\n");
+	fflush(stdout);
+	pthread_join(threads[0], NULL);
+	return 0;
+}
+
 static int run_same_names(void)
 {
 	pthread_t threads[2];
@@ -108,8 +162,10 @@ int main(int argc, char **argv)
 		return run_select(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "children"))
 		return run_children();
+	if (argc == 2 && !strcmp(argv[1], "churn"))
+		return run_churn();
 	if (argc == 2 && !strcmp(argv[1], "same-names"))
 		return run_same_names();
-	fprintf(stderr, "usage: %s select MARKER | children | same-names\n", argv[0]);
+	fprintf(stderr, "usage: %s select MARKER | children | churn | same-names\n", argv[0]);
 	return 2;
 }
