@@ -11,6 +11,7 @@ Environment: TDSTAT, TDSHIM, WORKLOAD."""
 import collections
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -88,6 +89,32 @@ class NamesOfWaits(unittest.TestCase):
         """Two static functions called waiter (two files) on one condvar: two rows, two label sets."""
         with Target("same-names") as target:
             self.labels_unique(tdstat(target, "openmetrics"), 3)
+
+    def test_truncated_library(self):
+        """A library file truncated while tdstat reads its symbols: no crash."""
+        with tempfile.TemporaryDirectory() as directory:
+            library = os.path.join(directory, "libbreak11_copy.so")
+            shutil.copyfile(os.environ["LIBRARY"], library)
+            env = dict(os.environ, LD_PRELOAD=os.environ["TDSHIM"], TDSTAT_ENABLE="1")
+            target = subprocess.Popen([os.environ["WORKLOAD"], "truncate", library], env=env,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            try:
+                self.assertEqual(target.stdout.readline().split()[0], "ready")
+                time.sleep(0.2)
+                watcher = subprocess.Popen([TDSTAT, "-t", "-w", "-i", "0.1", "-c", "35", "--format", "json",
+                                            str(target.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                time.sleep(0.5)
+                target.stdin.write("go\n")
+                target.stdin.flush()
+                self.assertEqual(target.stdout.readline().strip(), "truncated")
+                out, err = watcher.communicate(timeout=60)
+                self.assertEqual(watcher.returncode, 0, err)
+                self.assertEqual(len(out.splitlines()) > 35, True)
+            finally:
+                target.kill()
+                target.wait()
+                target.stdin.close()
+                target.stdout.close()
 
 
 if __name__ == "__main__":

@@ -9,11 +9,16 @@
  *   churn      threads with odd names (quotes, commas, a newline, '%',
  *             a backslash, bytes that are not UTF-8) pass a mutex and a
  *             condvar around while others start and end short threads;
+ *   truncate LIB  loads LIB (a copy of libbreak11_truncated.so), whose
+ *             thread waits on the library's condvar, and a thread that
+ *             waits on a heap condvar with a timeout, in a loop; at a
+ *             line on stdin truncates LIB to nothing and says "truncated";
  *   same-names two static functions named `waiter`, in two files, wait
  *             on one condition variable (same_name_a.c, same_name_b.c).
  * Prints "ready" once every wait has begun (or is about to), then stays.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -144,6 +149,49 @@ static int run_churn(void)
 	return 0;
 }
 
+static void *heap_waiter(void *arg)
+{
+	pthread_cond_t *cond = arg;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+	pthread_mutex_lock(&lock);
+	for (;;) {
+		struct timespec deadline;
+
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_nsec += 50000000;
+		if (deadline.tv_nsec >= 1000000000) {
+			deadline.tv_nsec -= 1000000000;
+			deadline.tv_sec++;
+		}
+		pthread_cond_timedwait(cond, &lock, &deadline);
+	}
+	return NULL;
+}
+
+static int run_truncate(const char *library)
+{
+	void *handle = dlopen(library, RTLD_NOW);
+	void (*start)(void) = handle ? (void (*)(void))dlsym(handle, "break11_lib_start") : NULL;
+	pthread_cond_t *cond = malloc(sizeof(*cond));
+	pthread_t thread;
+	char line[16];
+
+	if (!start || !cond)
+		return 1;
+	pthread_cond_init(cond, NULL);
+	start();
+	pthread_create(&thread, NULL, heap_waiter, cond);
+	printf("ready 0\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin) || truncate(library, 0) != 0)
+		return 1;
+	printf("truncated\n");
+	fflush(stdout);
+	pthread_join(thread, NULL);
+	return 0;
+}
+
 static int run_same_names(void)
 {
 	pthread_t threads[2];
@@ -164,8 +212,10 @@ int main(int argc, char **argv)
 		return run_children();
 	if (argc == 2 && !strcmp(argv[1], "churn"))
 		return run_churn();
+	if (argc == 3 && !strcmp(argv[1], "truncate"))
+		return run_truncate(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "same-names"))
 		return run_same_names();
-	fprintf(stderr, "usage: %s select MARKER | children | churn | same-names\n", argv[0]);
+	fprintf(stderr, "usage: %s select MARKER | children | churn | truncate LIB | same-names\n", argv[0]);
 	return 2;
 }
