@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import os
+import resource
 import subprocess
 import time
 import unittest
@@ -97,6 +98,32 @@ class Invariants(unittest.TestCase):
         for exposition in expositions:
             families = list(text_string_to_metric_families(exposition + "# EOF\n"))
             self.assertTrue(families)
+
+    def test_descriptor_limit(self):
+        """More threads than tdstat may open files: the kernel's figures, names and symbols stay."""
+        env = dict(os.environ, LD_PRELOAD=os.environ["TDSHIM"], TDSTAT_ENABLE="1")
+        target = subprocess.Popen([os.environ["WORKLOAD"], "many", "300"], env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(target.stdout.readline().split()[0], "ready")
+            time.sleep(0.3)
+            out = subprocess.run([TDSTAT, "-t", "-i", "0.3", "-c", "3", "--format", "json", str(target.pid)],
+                                 check=True, capture_output=True, timeout=60, text=True,
+                                 preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))).stdout
+        finally:
+            target.kill()
+            target.wait()
+            target.stdout.close()
+        records = [json.loads(line) for line in out.splitlines()]
+        lines = [r for r in records if "tid" not in r]
+        threads = [r for r in records if "tid" in r and r["window_s"] < 1]
+        self.assertEqual(len(lines), 3)
+        for line in lines[1:]:
+            self.assertIn("untracked", line)
+        self.assertEqual(len(threads), 2 * 301)
+        for row in threads:
+            self.assertIn("cpu", row, row)
+            self.assertEqual(row["name"], "break11_workloa", row)
+            self.assertIn(row["site"], ("main", "sleeper"), row)
 
 
 if __name__ == "__main__":

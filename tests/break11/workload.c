@@ -13,6 +13,7 @@
  *             thread waits on the library's condvar, and a thread that
  *             waits on a heap condvar with a timeout, in a loop; at a
  *             line on stdin truncates LIB to nothing and says "truncated";
+ *   many N     N threads asleep in nanosleep, main joins;
  *   same-names two static functions named `waiter`, in two files, wait
  *             on one condition variable (same_name_a.c, same_name_b.c).
  * Prints "ready" once every wait has begun (or is about to), then stays.
@@ -192,6 +193,30 @@ static int run_truncate(const char *library)
 	return 0;
 }
 
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		sleep(1000);
+	return NULL;
+}
+
+static int run_many(int count)
+{
+	pthread_t thread;
+	pthread_attr_t attributes;
+
+	pthread_attr_init(&attributes);
+	pthread_attr_setstacksize(&attributes, 64 * 1024);
+	for (int i = 0; i < count; i++)
+		if (pthread_create(&thread, &attributes, sleeper, NULL) != 0)
+			return 1;
+	printf("ready %d\n", count);
+	fflush(stdout);
+	pthread_join(thread, NULL);
+	return 0;
+}
+
 static int run_same_names(void)
 {
 	pthread_t threads[2];
@@ -214,8 +239,10 @@ int main(int argc, char **argv)
 		return run_churn();
 	if (argc == 3 && !strcmp(argv[1], "truncate"))
 		return run_truncate(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "many"))
+		return run_many(atoi(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "same-names"))
 		return run_same_names();
-	fprintf(stderr, "usage: %s select MARKER | children | churn | truncate LIB | same-names\n", argv[0]);
+	fprintf(stderr, "usage: %s select MARKER | children | churn | truncate LIB | many N | same-names\n", argv[0]);
 	return 2;
 }
