@@ -113,14 +113,18 @@ class Invariants(unittest.TestCase):
             target.kill()
             target.wait()
             target.stdout.close()
-        records = [json.loads(line) for line in out.splitlines()]
-        lines = [r for r in records if "tid" not in r]
-        threads = [r for r in records if "tid" in r and r["window_s"] < 1]
-        self.assertEqual(len(lines), 3)
-        for line in lines[1:]:
+        moments = []
+        for record in map(json.loads, out.splitlines()):
+            if "tid" in record:
+                moments[-1][1].append(record)
+            else:
+                moments.append((record, []))
+        self.assertEqual(len(moments), 3)
+        # From the second line on, the interval since the line before.
+        for line, threads in moments[1:]:
             self.assertIn("untracked", line)
-        self.assertEqual(len(threads), 2 * 301)
-        for row in threads:
+            self.assertEqual(len(threads), 301)
+        for row in moments[1][1] + moments[2][1]:
             self.assertIn("cpu", row, row)
             self.assertEqual(row["name"], "break11_workloa", row)
             self.assertIn(row["site"], ("main", "sleeper"), row)
