@@ -116,6 +116,34 @@ class NamesOfWaits(unittest.TestCase):
                 target.stdin.close()
                 target.stdout.close()
 
+    def test_names_after_exec(self):
+        """A target that execs another program: its objects named from the new image, not the old one's."""
+        env = dict(os.environ, LD_PRELOAD=os.environ["TDSHIM"], TDSTAT_ENABLE="1")
+        # Address space randomization off (as gdb runs its inferiors): the
+        # new image's objects lie where the old image's modules were.
+        target = subprocess.Popen(["setarch", "x86_64", "-R", "/bin/sh", "-c", 'read line; exec "$0" same-names',
+                                   os.environ["WORKLOAD"]], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        try:
+            time.sleep(0.5)
+            watcher = subprocess.Popen([TDSTAT, "-w", "-i", "0.2", "-c", "12", "--format", "json", str(target.pid)],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(0.6)
+            target.stdin.write("go\n")
+            target.stdin.flush()
+            self.assertEqual(target.stdout.readline().split()[0], "ready")
+            out, err = watcher.communicate(timeout=60)
+        finally:
+            target.kill()
+            target.wait()
+            target.stdin.close()
+            target.stdout.close()
+        rows = [r for r in object_rows(out) if r["kind"] == "cond"]
+        self.assertTrue(rows, (out, err))
+        for row in rows:
+            self.assertEqual(row["object"], "same_name_cond", row)
+            self.assertEqual(row["site"], "waiter", row)
+
 
 if __name__ == "__main__":
     unittest.main()
