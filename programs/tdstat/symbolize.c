@@ -101,6 +101,15 @@ void tdstat_symbolizer_close(struct tdstat_symbolizer *symbolizer)
 	free(symbolizer);
 }
 
+void tdstat_symbolizer_renew(struct tdstat_symbolizer *symbolizer)
+{
+	/* An exec keeps the pid and may, without address randomization,
+	 * put the new image's objects inside the old image's modules: the
+	 * names must come from the new ones. */
+	if (symbolizer)
+		report_modules(symbolizer);
+}
+
 static Dwfl_Module *module_of(struct tdstat_symbolizer *symbolizer, uint64_t address)
 {
 	Dwfl_Module *module = dwfl_addrmodule(symbolizer->dwfl, (Dwarf_Addr)address);

@@ -219,6 +219,9 @@ void tdstat_object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kin
 /* symbolize.c: names from the target's symbol tables (elfutils). */
 struct tdstat_symbolizer *tdstat_symbolizer_open(pid_t pid); /* NULL: no names */
 void tdstat_symbolizer_close(struct tdstat_symbolizer *symbolizer);
+/* A new window (a reset, or the target exec'd: a fresh region): the
+ * modules are reported again and the cached names dropped. */
+void tdstat_symbolizer_renew(struct tdstat_symbolizer *symbolizer);
 /* The symbol holding address ("name" or "name+OFFSET"); false if none. */
 bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t address, char *name, size_t size);
 /* The function a return address returns into, and its start. */
