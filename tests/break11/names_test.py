@@ -144,6 +144,36 @@ class NamesOfWaits(unittest.TestCase):
             self.assertEqual(row["object"], "same_name_cond", row)
             self.assertEqual(row["site"], "waiter", row)
 
+    def test_names_in_mount_namespace(self):
+        """A target whose files are not where tdstat's view puts them (a container): names from its own files."""
+        if subprocess.run(["unshare", "-m", "--propagation", "private", "true"], capture_output=True).returncode:
+            self.skipTest("no mount namespaces here (needs CAP_SYS_ADMIN)")
+        with tempfile.TemporaryDirectory() as directory:
+            real, shown = os.path.join(directory, "real"), os.path.join(directory, "prog")
+            shutil.copyfile(os.environ["WORKLOAD"], real)
+            os.chmod(real, 0o755)
+            # In tdstat's view the path holds an empty file; in the
+            # target's, the workload.
+            open(shown, "w").close()
+            env = dict(os.environ, LD_PRELOAD=os.environ["TDSHIM"], TDSTAT_ENABLE="1")
+            target = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                                       'mount --bind "$0" "$1" && exec "$1" same-names', real, shown],
+                                      env=env, stdout=subprocess.PIPE, text=True)
+            try:
+                self.assertEqual(target.stdout.readline().split()[0], "ready")
+                time.sleep(0.3)
+                watched = subprocess.run([TDSTAT, "-w", "-i", "0.3", "-c", "2", "--format", "json",
+                                          str(target.pid)], check=True, capture_output=True, text=True, timeout=60)
+                rows = [r for r in object_rows(watched.stdout) if r["kind"] == "cond"]
+            finally:
+                target.kill()
+                target.wait()
+                target.stdout.close()
+        self.assertTrue(rows)
+        for row in rows:
+            self.assertEqual(row["object"], "same_name_cond", row)
+            self.assertEqual(row["site"], "waiter", row)
+
 
 if __name__ == "__main__":
     unittest.main()
