@@ -14,6 +14,7 @@
 
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,8 +53,31 @@ static struct cached *cache_slot(struct tdstat_symbolizer *symbolizer, uint64_t 
 	return &symbolizer->cache[hash >> 52 & (CACHE_SLOTS - 1)];
 }
 
+/* The process whose modules are being found (the command names one
+ * process at a time). */
+static pid_t finding_pid;
+
+/* A module's file as the target sees it: /proc/PID/maps gives paths in
+ * the target's mount namespace and root (a container's), which
+ * /proc/PID/root resolves; the file at the same path in tdstat's view
+ * may be another one, or none. */
+static int find_elf(Dwfl_Module *module, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
+		    Elf **elf)
+{
+	char path[PATH_MAX];
+
+	if (name[0] == '/' && finding_pid > 0 &&
+	    (size_t)snprintf(path, sizeof(path), "/proc/%d/root%s", (int)finding_pid, name) < sizeof(path)) {
+		int fd = dwfl_linux_proc_find_elf(module, userdata, path, base, file_name, elf);
+
+		if (fd >= 0 || *elf)
+			return fd;
+	}
+	return dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elf);
+}
+
 static const Dwfl_Callbacks callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
+	.find_elf = find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 };
 
@@ -69,6 +93,7 @@ static bool report_modules(struct tdstat_symbolizer *symbolizer)
 {
 	bool ok;
 
+	finding_pid = symbolizer->pid;
 	dwfl_report_begin(symbolizer->dwfl);
 	ok = dwfl_linux_proc_report(symbolizer->dwfl, symbolizer->pid) == 0;
 	dwfl_report_end(symbolizer->dwfl, NULL, NULL);
