@@ -121,25 +121,6 @@ static inline void tdshim_ensure_init(void)
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
 uint64_t tdshim_now_ns(void);
 
-#if defined(__x86_64__)
-/* A system call made here, without libc (whose syscall() this shim
- * interposes): the kernel's result, -errno on failure. */
-static inline long tdshim_raw_syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6)
-{
-	register long r10 __asm__("r10") = a4;
-	register long r8 __asm__("r8") = a5;
-	register long r9 __asm__("r9") = a6;
-	long result;
-
-	__asm__ volatile("syscall"
-			 : "=a"(result)
-			 : "0"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return result;
-}
-#define TDSHIM_HAVE_RAW_SYSCALL 1
-#endif
-
 /*
  * A change of a record (region.h's latch).  Only the owner changes its
  * record, except for the claim of a new thread's record by its creator

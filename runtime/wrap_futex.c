@@ -7,9 +7,9 @@
  * wakes stamp the word (runtime/wake.c) so their waiters count as
  * runnable from the wake-up.
  *
- * Every other call passes straight through: the six argument registers
- * are forwarded as they came (the kernel reads as many as the call has,
- * as glibc's own syscall() does), errno is set as glibc's sets it.
+ * Every other call goes on to libc's syscall() as it came (a tail jump
+ * with the caller's registers and stack): its result, its errno, and the
+ * system call made from libc's text.
  */
 #include <linux/futex.h>
 #include <stdarg.h>
@@ -129,27 +129,24 @@ __attribute__((noinline)) static long tracked_syscall(long number, long a1, long
 	return stamp_futex_wake(tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6), a1, a2, a5);
 }
 
-/* Every other call, made here as libc's syscall() makes it (the kernel's
- * -errno becomes errno and -1), without a second trip through libc's
- * variadic entry; where this file has no system call instruction of its
- * own, through libc's. */
-static inline long passed_through(long number, long a1, long a2, long a3, long a4, long a5, long a6)
+/*
+ * Every other call goes to libc's syscall() with the registers and stack
+ * as the caller left them: a tail jump, no second variadic decoding, and
+ * the system call instruction stays libc's.  A program that lets only
+ * libc's text make system calls (syscall user dispatch, a seccomp filter
+ * on the instruction pointer) sees no difference; a syscall instruction
+ * of the shim's own would be outside that text (SIGSYS).
+ */
+static long passed_through(long number, long a1, long a2, long a3, long a4, long a5, long a6)
 {
-#if defined(TDSHIM_HAVE_RAW_SYSCALL)
-	long result = tdshim_raw_syscall(number, a1, a2, a3, a4, a5, a6);
-
-	if (caa_unlikely((unsigned long)result > -4096UL)) {
-		*tdshim_errno() = (int)-result;
-		return -1;
-	}
-	return result;
-#else
 	tdshim_ensure_init();
 	return tdshim_real_syscall(number, a1, a2, a3, a4, a5, a6);
-#endif
 }
 
-TDSHIM_EXPORT long syscall(long number, ...)
+/* The C entry: the tracked numbers, and any call made before the real
+ * syscall() is known. */
+long tdshim_syscall_entry(long number, ...);
+__attribute__((used)) long tdshim_syscall_entry(long number, ...)
 {
 	va_list arguments;
 	long a1, a2, a3, a4, a5, a6;
@@ -167,6 +164,36 @@ TDSHIM_EXPORT long syscall(long number, ...)
 		return tracked_syscall(number, a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
 	return passed_through(number, a1, a2, a3, a4, a5, a6);
 }
+
+#if defined(__x86_64__)
+#define TDSHIM_STRING_(x) #x
+#define TDSHIM_STRING(x) TDSHIM_STRING_(x)
+/* syscall(): the number is in %rdi; the tracked ones, and every call
+ * while tdshim_real_syscall is unset, go to the C entry (same registers,
+ * same stack, so the same arguments and return address). */
+__asm__(".text\n"
+	".globl syscall\n"
+	".type syscall, @function\n"
+	".p2align 4\n"
+	"syscall:\n"
+	".cfi_startproc\n"
+	"\tendbr64\n"
+	"\tcmpq $" TDSHIM_STRING(SYS_futex) ", %rdi\n"
+	"\tje 1f\n"
+	"\tcmpq $" TDSHIM_STRING(SYS_futex_waitv) ", %rdi\n"
+	"\tje 1f\n"
+	"\tcmpq $" TDSHIM_STRING(SYS_exit) ", %rdi\n"
+	"\tje 1f\n"
+	"\tmovq tdshim_real_syscall(%rip), %rax\n"
+	"\ttestq %rax, %rax\n"
+	"\tjz 1f\n"
+	"\tjmp *%rax\n"
+	"1:\tjmp tdshim_syscall_entry\n"
+	".cfi_endproc\n"
+	".size syscall, .-syscall\n");
+#else
+TDSHIM_EXPORT long syscall(long number, ...) __attribute__((alias("tdshim_syscall_entry")));
+#endif
 
 /* The shim's own futex calls: the raw system call, never the wrapper
  * above, and errno as it was. */

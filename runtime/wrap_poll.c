@@ -103,6 +103,40 @@ static void return_sets(const struct fd_sets *copy, fd_set *r, fd_set *w, fd_set
 		memcpy(e, &copy->except, bytes);
 }
 
+/* The label of a select's wait: its lowest descriptor in any of the
+ * sets (docs/CONTRACT.md §2: the fd waited on, as poll's first), -1 when
+ * it has none or its sets are past what the try copied (nfds above
+ * FD_SETSIZE: the wrapper reads no further than the kernel did).  nfds
+ * itself is no descriptor of the wait. */
+static long first_descriptor(int nfds, const fd_set *r, const fd_set *w, const fd_set *e)
+{
+	const fd_set *sets[3] = { r, w, e };
+	size_t words, bits_per_word = 8 * sizeof(long);
+	long first = -1;
+
+	if (nfds <= 0 || nfds > FD_SETSIZE)
+		return -1;
+	words = set_bytes(nfds) / sizeof(long);
+	for (int s = 0; s < 3; s++) {
+		const unsigned long *bits = (const unsigned long *)(const void *)sets[s];
+
+		for (size_t i = 0; bits && i < words; i++) {
+			unsigned long word = bits[i];
+
+			if (i == words - 1 && nfds % bits_per_word)
+				word &= (1UL << (nfds % bits_per_word)) - 1;
+			if (word) {
+				long fd = (long)(i * bits_per_word) + __builtin_ctzl(word);
+
+				if (first < 0 || fd < first)
+					first = fd;
+				break;
+			}
+		}
+	}
+	return first;
+}
+
 /* Returns the try's result: > 0 ready (sets updated), < 0 error, 0 none. */
 static int try_select(int nfds, fd_set *r, fd_set *w, fd_set *e, const sigset_t *mask, bool with_mask)
 {
@@ -163,7 +197,7 @@ TDSHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timev
 			subtract_elapsed(timeout, tdshim_now_ns() - start_ns);
 		return ready;
 	}
-	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(select), nfds, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(select), first_descriptor(nfds, r, w, e), TDSHIM_CALL_SITE());
 	return tdshim_real_select(nfds, r, w, e, timeout);
 }
 
@@ -176,7 +210,7 @@ TDSHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struc
 	int ready = try_select(nfds, r, w, e, mask, true);
 	if (ready > 0 || ready == -1)
 		return ready;
-	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(pselect), nfds, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(pselect), first_descriptor(nfds, r, w, e), TDSHIM_CALL_SITE());
 	return tdshim_real_pselect(nfds, r, w, e, timeout, mask);
 }
 

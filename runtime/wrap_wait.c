@@ -3,6 +3,7 @@
  * Waiting for children: a try with WNOHANG first; only "no child has
  * changed state yet" leads to a BLOCKED wait.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "shim.h"
@@ -41,6 +42,24 @@ TDSHIM_EXPORT pid_t wait3(int *status, int options, struct rusage *usage)
 	return wait4(-1, status, options, usage);
 }
 
+/* waitid's label, in waitpid's terms (docs/CONTRACT.md §2: a pid as the
+ * label of a child wait): the pid, 0 for the caller's group, -g for
+ * group g, -1 for any child; a pidfd as INT64_MIN + fd (the command
+ * names it so), never a number read as a pid. */
+static int64_t waitid_label(idtype_t type, id_t id)
+{
+	switch ((int)type) {
+	case P_PID:
+		return (int64_t)id;
+	case P_PGID:
+		return -(int64_t)id;
+	case 3: /* P_PIDFD */
+		return INT64_MIN + (int64_t)id;
+	default:
+		return -1;
+	}
+}
+
 /* waitid says "nothing yet" with si_pid == 0, so the try uses its own
  * siginfo and copies it out only when it found something. */
 TDSHIM_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
@@ -58,6 +77,6 @@ TDSHIM_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 			*info = found;
 		return 0;
 	}
-	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(waitid), id, TDSHIM_CALL_SITE());
+	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(waitid), waitid_label(type, id), TDSHIM_CALL_SITE());
 	return tdshim_real_waitid(type, id, info, options);
 }

@@ -374,7 +374,12 @@ static void table_samples(struct tdstat_output *output, const struct moment *mom
 		label_value(out, row->ended ? "(waits that ended)" : row->object_name);
 		fputs("\",site=\"", out);
 		label_value(out, row->site_name);
-		fprintf(out, "\"} %.6f\n", row->waiting);
+		/* A row is one object and one calling function (objects.c's
+		 * key); their names need not be unique (static functions of
+		 * one name in two files, symbols of one name in two modules),
+		 * their addresses are, and a family never repeats a label set. */
+		fprintf(out, "\",object_address=\"0x%" PRIx64 "\",function_address=\"0x%" PRIx64 "\"} %.6f\n",
+			row->ended ? 0 : row->object, row->ended ? 0 : row->function, row->waiting);
 	}
 }
 

@@ -69,19 +69,35 @@ static int file_by_tid(const void *a, const void *b)
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
+/* Threads whose files stay open: two descriptors each (schedstat and
+ * comm), within the limit less what the rest of the command needs (the
+ * task directory, /proc/PID/mem, libdwfl's ELF files, outputs). */
+static size_t kept_threads_max;
+
+#define DESCRIPTORS_SPARE 256
+
 /* More descriptors than the default 1024, once: a file per thread. */
 static void raise_file_limit(void)
 {
 	static bool raised;
 	struct rlimit limit;
 
-	if (raised || getrlimit(RLIMIT_NOFILE, &limit) != 0)
+	if (raised)
 		return;
 	raised = true;
+	if (getrlimit(RLIMIT_NOFILE, &limit) != 0)
+		return;
 	if (limit.rlim_cur < limit.rlim_max) {
-		limit.rlim_cur = limit.rlim_max < 65536 ? limit.rlim_max : 65536;
-		setrlimit(RLIMIT_NOFILE, &limit);
+		struct rlimit wanted = limit;
+
+		wanted.rlim_cur = limit.rlim_max < 65536 ? limit.rlim_max : 65536;
+		if (setrlimit(RLIMIT_NOFILE, &wanted) == 0)
+			limit = wanted;
 	}
+	if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > 65536)
+		limit.rlim_cur = 65536;
+	kept_threads_max = limit.rlim_cur > 2 * DESCRIPTORS_SPARE ? (limit.rlim_cur - DESCRIPTORS_SPARE) / 2
+								    : limit.rlim_cur / 4;
 }
 
 static struct open_file *kept_file(pid_t tid)
@@ -164,7 +180,9 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 		/* A thread that ends between the listing and the read is
 		 * simply left out. */
 		read = read_schedstat(files.fd, &on_cpu, &run_queue);
-		if (read && kept_count == kept_capacity) {
+		/* Past what may stay open, a file is opened and closed each
+		 * time. */
+		if (read && kept_count == kept_capacity && kept_count < kept_threads_max) {
 			size_t grown = kept_capacity ? 2 * kept_capacity : 64;
 			void *more = realloc(kept, grown * sizeof(*kept));
 			if (more) {
@@ -172,7 +190,7 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 				kept_capacity = grown;
 			}
 		}
-		if (read && kept_count < kept_capacity)
+		if (read && kept_count < kept_capacity && kept_count < kept_threads_max)
 			kept[kept_count++] = files;
 		else
 			close_files(&files, 1);

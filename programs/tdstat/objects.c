@@ -241,7 +241,7 @@ static void object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kin
 		snprintf(name, size, "-");
 		return;
 	case TDSTAT_WAIT_IO: {
-		/* The first descriptor waited on (poll, select: their count). */
+		/* The first descriptor waited on (poll's first, select's lowest). */
 		char link[96], target[256];
 		ssize_t length;
 
@@ -256,10 +256,20 @@ static void object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kin
 		return;
 	}
 	case TDSTAT_WAIT_CHILD:
+		/* waitpid's terms (the shim maps waitid's to them); a pidfd
+		 * as INT64_MIN + fd. */
 		if ((int64_t)object > 0)
 			snprintf(name, size, "pid %" PRId64, (int64_t)object);
-		else
+		else if ((int64_t)object == 0)
+			snprintf(name, size, "a child in its group");
+		else if ((int64_t)object == -1)
 			snprintf(name, size, "any child");
+		else if ((int64_t)object >= -(int64_t)INT32_MAX)
+			snprintf(name, size, "a child in group %" PRId64, -(int64_t)object);
+		else if (object - (uint64_t)INT64_MIN <= (uint64_t)INT32_MAX)
+			snprintf(name, size, "pidfd %" PRIu64, object - (uint64_t)INT64_MIN);
+		else
+			snprintf(name, size, "child 0x%" PRIx64, object);
 		return;
 	case TDSTAT_WAIT_JOIN:
 		/* A pthread_t: the thread's descriptor, on its own stack. */

@@ -15,6 +15,7 @@
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -58,8 +59,31 @@ static struct cached *cache_slot(struct tdstat_symbolizer *symbolizer, uint64_t 
 	return &symbolizer->cache[hash >> 52 & (CACHE_SLOTS - 1)];
 }
 
+/* The process whose modules are being found (the command names one
+ * process at a time). */
+static pid_t finding_pid;
+
+/* A module's file as the target sees it: /proc/PID/maps gives paths in
+ * the target's mount namespace and root (a container's), which
+ * /proc/PID/root resolves; the file at the same path in tdstat's view
+ * may be another one, or none. */
+static int find_elf(Dwfl_Module *module, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
+		    Elf **elf)
+{
+	char path[PATH_MAX];
+
+	if (name[0] == '/' && finding_pid > 0 &&
+	    (size_t)snprintf(path, sizeof(path), "/proc/%d/root%s", (int)finding_pid, name) < sizeof(path)) {
+		int fd = dwfl_linux_proc_find_elf(module, userdata, path, base, file_name, elf);
+
+		if (fd >= 0 || *elf)
+			return fd;
+	}
+	return dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elf);
+}
+
 static const Dwfl_Callbacks callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
+	.find_elf = find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 };
 
@@ -81,6 +105,7 @@ static bool report_modules(struct tdstat_symbolizer *symbolizer)
 {
 	bool ok;
 
+	finding_pid = symbolizer->pid;
 	dwfl_report_begin(symbolizer->dwfl);
 	if (symbolizer->core)
 		ok = dwfl_core_file_report(symbolizer->dwfl, symbolizer->core, symbolizer->executable) >= 0;
@@ -143,6 +168,15 @@ void tdstat_symbolizer_close(struct tdstat_symbolizer *symbolizer)
 		close(symbolizer->core_fd);
 	free(symbolizer->executable);
 	free(symbolizer);
+}
+
+void tdstat_symbolizer_renew(struct tdstat_symbolizer *symbolizer)
+{
+	/* An exec keeps the pid and may, without address randomization,
+	 * put the new image's objects inside the old image's modules: the
+	 * names must come from the new ones. */
+	if (symbolizer)
+		report_modules(symbolizer);
 }
 
 static Dwfl_Module *module_of(struct tdstat_symbolizer *symbolizer, uint64_t address)

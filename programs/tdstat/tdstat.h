@@ -230,6 +230,9 @@ struct tdstat_symbolizer *tdstat_symbolizer_open(pid_t pid); /* NULL: no names *
  * the program if it moved). */
 struct tdstat_symbolizer *tdstat_symbolizer_open_core(const char *core_path, const char *executable);
 void tdstat_symbolizer_close(struct tdstat_symbolizer *symbolizer);
+/* A new window (a reset, or the target exec'd: a fresh region): the
+ * modules are reported again and the cached names dropped. */
+void tdstat_symbolizer_renew(struct tdstat_symbolizer *symbolizer);
 /* The symbol holding address ("name" or "name+OFFSET"); false if none. */
 bool tdstat_symbolize_object(struct tdstat_symbolizer *symbolizer, uint64_t address, char *name, size_t size);
 /* The function a return address returns into, and its start. */

@@ -35,8 +35,14 @@ static bool kernel_shares(const struct tdstat_reading *from, const struct tdstat
 	before = tdstat_kernel_thread_find(&from->kernel, tid);
 	interval = (double)(to->kernel.taken_ns - from->kernel.taken_ns);
 	/* A thread that began in the interval: all its time is in it. */
-	*cpu = (double)growth(before ? before->on_cpu_ns : 0, after->on_cpu_ns) / interval;
-	*run_queue = (double)growth(before ? before->run_queue_ns : 0, after->run_queue_ns) / interval;
+	uint64_t on_cpu = growth(before ? before->on_cpu_ns : 0, after->on_cpu_ns);
+	uint64_t queued = growth(before ? before->run_queue_ns : 0, after->run_queue_ns);
+	/* The sample's one clock and each file's own moment differ a little:
+	 * shares of at most 1 between them (tdstat(1)). */
+	if ((double)on_cpu + (double)queued > interval)
+		interval = (double)on_cpu + (double)queued;
+	*cpu = (double)on_cpu / interval;
+	*run_queue = (double)queued / interval;
 	return true;
 }
 
@@ -58,11 +64,20 @@ static void row_from_record(struct tdstat_thread_row *row, bool interval, const 
 	row->shim_known = !interval || !before || before->generation == now->generation;
 	if (!row->shim_known || window_ns <= 0)
 		return;
-	row->runnable = (double)growth(before ? before->runnable_ns : 0, now->runnable_ns) / window_ns;
-	row->idle = (double)growth(before ? before->idle_ns : 0, now->idle_ns) / window_ns;
+	uint64_t runnable = growth(before ? before->runnable_ns : 0, now->runnable_ns);
+	uint64_t idle = growth(before ? before->idle_ns : 0, now->idle_ns);
+	/* A wait's last commit lag is left open at a reading and counted at
+	 * the next: a thread woken in between grows by up to the interval
+	 * plus TDSTAT_COMMIT_LAG_NS.  Its shares are then of its own growth,
+	 * so they stay within [0, 1] (tdstat(1)) and idle_by still adds up
+	 * to idle. */
+	double span = (double)runnable + (double)idle > window_ns ? (double)runnable + (double)idle : window_ns;
+
+	row->runnable = (double)runnable / span;
+	row->idle = (double)idle / span;
 	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
 		row->idle_by[k] =
-			(double)growth(before ? before->idle_by_kind_ns[k] : 0, now->idle_by_kind_ns[k]) / window_ns;
+			(double)growth(before ? before->idle_by_kind_ns[k] : 0, now->idle_by_kind_ns[k]) / span;
 }
 
 static int by_tid(const void *a, const void *b)

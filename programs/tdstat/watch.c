@@ -151,6 +151,9 @@ static int watch_tick(const struct tdstat_watch_options *options, struct tdstat_
 	} else if (previous->stats.enabled && tdstat_same_window(&previous->stats, &current.stats)) {
 		print_line(options, output, symbolizer, previous, &current);
 	} else {
+		/* A new window: a reset, gathering turned on again, or an
+		 * exec (a fresh region, maybe another program). */
+		tdstat_symbolizer_renew(symbolizer);
 		print_line(options, output, symbolizer, NULL, &current);
 	}
 	tdstat_reading_free(previous);
