@@ -126,7 +126,7 @@ class NamesOfWaits(unittest.TestCase):
                                   text=True)
         try:
             time.sleep(0.5)
-            watcher = subprocess.Popen([TDSTAT, "-w", "-i", "0.2", "-c", "12", "--format", "json", str(target.pid)],
+            watcher = subprocess.Popen([TDSTAT, "-w", "-i", "0.2", "-c", "25", "--format", "json", str(target.pid)],
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(0.6)
             target.stdin.write("go\n")
