@@ -10,6 +10,11 @@ Scenarios (CTest label `debugger`):
   fifo-executable  EXECUTABLE is a FIFO beside a good core: no hang
   fifo-nt-file     a file the core's NT_FILE note names (the program) was
                    replaced by a FIFO since the dump: no hang, an error
+  gdb-wrong-program  gdb given another program than the one a preloaded
+                   core was dumped from (gdb /bin/true CORE): gdb then
+                   knows none of the core's libraries, and info
+                   thread-stats must not claim the process never loaded
+                   the shim (it did: the core maps it)
 
 A hang is a failure: every run has a timeout.  The cores are gcores of a
 copy of sleep(1), a few MB.
@@ -47,11 +52,11 @@ def one_error(result, name):
                       % (name, result.returncode, result.stdout))
 
 
-def sleeper_core(work):
+def sleeper_core(work, env=None):
     """A copy of sleep run from work, and a gcore of it."""
     program = os.path.join(work, "sleeper")
     shutil.copy(shutil.which("sleep"), program)
-    process = subprocess.Popen([program, "600"])
+    process = subprocess.Popen([program, "600"], env=env)
     try:
         time.sleep(0.2)
         prefix = os.path.join(work, "core")
@@ -87,7 +92,26 @@ def scenario_fifo_nt_file(args, work):
     one_error(tdstat_core(args, core), "fifo-nt-file")
 
 
+def scenario_gdb_wrong_program(args, work):
+    if not args.shim or not args.script or shutil.which("gdb") is None:
+        return
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = args.shim
+    env["TDSTAT_ENABLE"] = "1"
+    _, core = sleeper_core(work, env)
+    try:
+        result = subprocess.run(["gdb", "-nx", "-batch", "-ex", "source " + args.script,
+                                 "-ex", "info thread-stats", shutil.which("true"), core],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                timeout=60, text=True)
+    except subprocess.TimeoutExpired:
+        raise Failure("gdb hung")
+    if "has not loaded" in result.stdout:
+        raise Failure("gdb-wrong-program: claims the preloaded process never loaded the shim:\n" + result.stdout)
+
+
 SCENARIOS = {
+    "gdb-wrong-program": scenario_gdb_wrong_program,
     "fifo-core": scenario_fifo_core,
     "fifo-executable": scenario_fifo_executable,
     "fifo-nt-file": scenario_fifo_nt_file,
@@ -98,6 +122,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=sorted(SCENARIOS))
     parser.add_argument("--tdstat", required=True)
+    parser.add_argument("--shim")
+    parser.add_argument("--script")
     args = parser.parse_args()
     if shutil.which("gcore") is None or shutil.which("sleep") is None:
         print("skipped: gcore is needed (scripts/install-deps.sh installs gdb)")
