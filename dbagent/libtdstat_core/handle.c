@@ -131,7 +131,9 @@ static enum tdcore_status core_open(struct ps_prochandle *ph, const char *core_p
 	size_t phdr_count;
 	enum tdcore_status status;
 
-	ph->fd = open(core_path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO given as the core is refused below, not
+	 * waited on for a writer. */
+	ph->fd = open(core_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (ph->fd < 0)
 		return TDCORE_CANNOT_OPEN;
 	if (fstat(ph->fd, &info) != 0)
@@ -140,6 +142,13 @@ static enum tdcore_status core_open(struct ps_prochandle *ph, const char *core_p
 		errno = EINVAL;
 		return TDCORE_CANNOT_OPEN;
 	}
+	/* libdwfl open()s the executable blocking: no FIFO either. */
+	if (executable_path && stat(executable_path, &info) == 0 && !S_ISREG(info.st_mode)) {
+		errno = EINVAL;
+		return TDCORE_CANNOT_OPEN;
+	}
+	if (fstat(ph->fd, &info) != 0)
+		return TDCORE_CANNOT_OPEN;
 	ph->file_size = (uint64_t)info.st_size;
 	elf_version(EV_CURRENT);
 	ph->elf = elf_begin(ph->fd, ELF_C_READ_MMAP, NULL);

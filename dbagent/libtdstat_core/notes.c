@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/procfs.h>
+#include <sys/stat.h>
 
 #include "core_private.h"
 
@@ -33,6 +34,7 @@ static uint64_t timeval_ns(struct timeval time)
 
 struct notes {
 	bool have_psinfo;
+	bool file_replaced;
 	pid_t psinfo_pid;
 	char command[17];
 	int first_signal;
@@ -65,6 +67,37 @@ static enum tdcore_status thread_add(struct notes *notes, const prstatus_t *stat
 	return TDCORE_OK;
 }
 
+/* NT_FILE: a count, the page size, count (start, end, offset) triples,
+ * then count NUL-terminated names.  libdwfl open()s the names that hold
+ * an ELF image, blocking: a name that is now a FIFO (nobody can map
+ * one, so it was replaced since the dump) would wait for a writer
+ * forever.  Such a core's files have changed: say so before libdwfl
+ * opens them. */
+static bool file_note_names_fifo(const char *desc, size_t size)
+{
+	unsigned long count;
+	size_t at;
+	const char *end = desc + size;
+
+	if (size < 2 * sizeof(unsigned long))
+		return false;
+	memcpy(&count, desc, sizeof(count)); /* notes are only 4-aligned */
+	if (count > (size - 2 * sizeof(unsigned long)) / (3 * sizeof(unsigned long)))
+		return false;
+	at = 2 * sizeof(unsigned long) + (size_t)count * 3 * sizeof(unsigned long);
+	for (unsigned long i = 0; i < count && at < size; i++) {
+		const char *name = desc + at, *nul = memchr(name, '\0', (size_t)(end - name));
+		struct stat info;
+
+		if (!nul)
+			return false;
+		if (stat(name, &info) == 0 && S_ISFIFO(info.st_mode))
+			return true;
+		at += (size_t)(nul - name) + 1;
+	}
+	return false;
+}
+
 static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr *phdr, struct notes *notes)
 {
 	Elf_Data *data = elf_getdata_rawchunk(ph->elf, (int64_t)phdr->p_offset, phdr->p_filesz, ELF_T_NHDR);
@@ -89,6 +122,8 @@ static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr
 
 			memcpy(&prstatus, desc, sizeof(prstatus));
 			status = thread_add(notes, &prstatus);
+		} else if (note.n_type == NT_FILE) {
+			notes->file_replaced = notes->file_replaced || file_note_names_fifo(desc, note.n_descsz);
 		} else if (note.n_type == NT_PRPSINFO && note.n_descsz >= sizeof(prpsinfo_t) && !notes->have_psinfo) {
 			prpsinfo_t psinfo;
 
@@ -153,6 +188,8 @@ enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
 	/* A core without a thread is not a process's core. */
 	if (status == TDCORE_OK && notes.count == 0)
 		status = TDCORE_DAMAGED;
+	if (status == TDCORE_OK && notes.file_replaced)
+		status = TDCORE_FILES_MISSING;
 	if (status != TDCORE_OK) {
 		free(notes.threads);
 		return status;

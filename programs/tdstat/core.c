@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <tdstat/ps_core.h>
 
@@ -142,6 +143,22 @@ int tdstat_core(const struct tdstat_core_options *options)
 	td_err_e err;
 	int result = TDSTAT_EXIT_FAILURE;
 
+	/* Said here, naming the file: tdcore_open refuses it too, but its
+	 * explanation names the core. */
+	if (options->executable_path) {
+		struct stat info;
+
+		if (stat(options->executable_path, &info) != 0) {
+			tdstat_error("%s: cannot open: %s; give the program the core was dumped from as EXECUTABLE",
+				     options->executable_path, strerror(errno));
+			return TDSTAT_EXIT_FAILURE;
+		}
+		if (!S_ISREG(info.st_mode)) {
+			tdstat_error("%s is not a regular file; give the program the core was dumped from as EXECUTABLE",
+				     options->executable_path);
+			return TDSTAT_EXIT_FAILURE;
+		}
+	}
 	status = tdcore_open(options->core_path, options->executable_path, &core);
 	if (status != TDCORE_OK) {
 		explain_open(status, options->core_path, errno);
