@@ -271,6 +271,15 @@ static int split_listen(const char *listen, char *host, size_t host_size, const 
 	}
 	if (length >= host_size || !colon[1])
 		return -1;
+	/* getaddrinfo takes 99999 as 99999 % 65536: a port nobody asked for. */
+	if (strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+		const char *digit = colon + 1;
+		unsigned long value = 0;
+
+		for (; *digit; digit++)
+			if ((value = value * 10 + (unsigned long)(*digit - '0')) > 65535)
+				return -1;
+	}
 	memcpy(host, listen, length);
 	host[length] = '\0';
 	*port = colon + 1;
