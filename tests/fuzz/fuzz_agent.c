@@ -90,6 +90,8 @@ ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t address, const void *buff
 	field = at - REGION_ADDRESS - ph->control_offset;
 	if (!((size == 8 && field % 8 == 0 && field <= offsetof(struct tdstat_control, generation)) ||
 	      (size == 8 && field == offsetof(struct tdstat_control, rewriting)) ||
+	      /* ABI 2.1: enable and reset write the wall-clock anchor too. */
+	      (size == 8 && field == offsetof(struct tdstat_control, realtime_offset_ns)) ||
 	      (size == 4 && field == offsetof(struct tdstat_control, r_concurrency)))) {
 		fprintf(stderr, "fuzz_agent: write of %zu bytes at control+%zu\n", size, field);
 		abort();
