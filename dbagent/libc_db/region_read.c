@@ -59,6 +59,26 @@ static bool record_layout_valid(const struct tdstat_layout *layout, uint32_t rec
 	return true;
 }
 
+/* Whether the copies' known fields are where this reader's structs have
+ * them (geometry.native_copies). */
+static bool native_copies(const struct tdstat_layout *layout)
+{
+	if (layout->record_copy_size < sizeof(struct tdstat_record_copy) ||
+	    layout->detail_copy_size < sizeof(struct tdstat_detail_copy))
+		return false;
+#define SAME_COPY_FIELD(type, name, dims) \
+	if (layout->name != offsetof(struct tdstat_record_copy, name)) \
+		return false;
+#define SAME_DETAIL_FIELD(type, name, dims) \
+	if (layout->name != offsetof(struct tdstat_detail_copy, name)) \
+		return false;
+	TDSTAT_RECORD_COPY_FIELDS(SAME_COPY_FIELD)
+	TDSTAT_DETAIL_COPY_FIELDS(SAME_DETAIL_FIELD)
+#undef SAME_DETAIL_FIELD
+#undef SAME_COPY_FIELD
+	return true;
+}
+
 td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, struct tddb_geometry *geometry)
 {
 	const struct tdstat_layout *layout = &header->layout;
@@ -103,6 +123,7 @@ td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, st
 	geometry->stall_ns = tddb_max_u64(header->stall_ns, TDSTAT_STALL_NS);
 	geometry->abi_minor = header->abi_minor;
 	geometry->layout = *layout;
+	geometry->native_copies = native_copies(layout);
 	return TD_OK;
 }
 
@@ -243,18 +264,32 @@ struct record_ends {
 };
 
 /* A published copy, decoded field by field where the layout puts each
- * (region.h's lists). */
-static void record_copy_decode(const struct tdstat_layout *layout, const unsigned char *bytes,
+ * (region.h's lists), or at once where that is this reader's own
+ * layout. */
+static void record_copy_decode(const struct tddb_geometry *geometry, const unsigned char *bytes,
 			       struct tdstat_record_copy *copy)
 {
+	const struct tdstat_layout *layout = &geometry->layout;
+
+	if (geometry->native_copies) {
+		memcpy(copy, bytes, sizeof(*copy));
+		return;
+	}
 #define DECODE_FIELD(type, name, dims) memcpy(&copy->name, bytes + layout->name, TDSTAT_FIELD_SIZE(type, dims));
 	TDSTAT_RECORD_COPY_FIELDS(DECODE_FIELD)
 #undef DECODE_FIELD
 }
 
-static void detail_copy_decode(const struct tdstat_layout *layout, const unsigned char *bytes,
+static void detail_copy_decode(const struct tddb_geometry *geometry, const unsigned char *bytes,
 			       struct tdstat_detail_copy *copy)
 {
+	const struct tdstat_layout *layout = &geometry->layout;
+
+	if (geometry->native_copies) {
+		/* reserved[] is not read: a newer minor may use it. */
+		memcpy(copy, bytes, offsetof(struct tdstat_detail_copy, reserved));
+		return;
+	}
 #define DECODE_FIELD(type, name, dims) memcpy(&copy->name, bytes + layout->name, TDSTAT_FIELD_SIZE(type, dims));
 	TDSTAT_DETAIL_COPY_FIELDS(DECODE_FIELD)
 #undef DECODE_FIELD
@@ -270,7 +305,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT]; /* with the detail only */
 	bool current;
 
-	record_copy_decode(layout, published_copy(geometry, bytes->record), &copy);
+	record_copy_decode(geometry, published_copy(geometry, bytes->record), &copy);
 	current = copy.epoch_ns == window->start;
 	thread->seq = record_seq(geometry, bytes->record);
 	thread->state = copy.state;
@@ -289,7 +324,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	if (bytes->detail) {
 		struct tdstat_detail_copy detail;
 
-		detail_copy_decode(layout, bytes->detail + layout->detail_copies +
+		detail_copy_decode(geometry, bytes->detail + layout->detail_copies +
 					   (record_seq(geometry, bytes->record) & 1u) * layout->detail_copy_size,
 				   &detail);
 		thread->object = detail.object;
@@ -306,8 +341,10 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	acc_runnable = current ? tddb_min_u64(copy.acc_runnable_ns, acc_tracked) : 0;
 	thread->tracked_ns = acc_tracked;
 	thread->runnable_ns = acc_runnable;
-	memset(thread->idle_ns, 0, sizeof(thread->idle_ns));
+	/* Without the details idle_ns is left as it is (struct tddb_thread):
+	 * clearing it was a tenth of a sleeping target's snapshot. */
 	if (bytes->detail) {
+		memset(thread->idle_ns, 0, sizeof(thread->idle_ns));
 		/* The per-kind parts of the blocked time, within it. */
 		uint64_t left = acc_tracked - acc_runnable;
 		int most = 0;
@@ -343,7 +380,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 			thread->tracked_ns += open;
 			if (thread->state == TDSTAT_STATE_RUNNABLE)
 				thread->runnable_ns += open;
-			else if (thread->kind < TDSTAT_WAIT_KIND_COUNT)
+			else if (bytes->detail && thread->kind < TDSTAT_WAIT_KIND_COUNT)
 				thread->idle_ns[thread->kind] += open;
 		}
 	}
