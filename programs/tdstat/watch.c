@@ -202,6 +202,10 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 	int status;
 
 	catch_interrupts();
+	/* Each moment of the output is flushed whole (tdstat_output_end):
+	 * line buffering would cost a write per row, a thousand a line
+	 * with -t on a thousand threads. */
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	if (options->plot_path && !(plot = tdstat_plot_new(options->plot_path))) {
 		tdstat_error("out of memory");
 		return TDSTAT_EXIT_FAILURE;
