@@ -487,9 +487,16 @@ static uint64_t window_end_at(const struct tddb_header_view *view, uint64_t now)
 	return tddb_max_u64(end, view->control.window_start_ns);
 }
 
-static struct tddb_window window_of(const struct tddb_header_view *view, uint64_t now)
+/* The window at `now` (the clock after the reads), its threads counted
+ * to `counted` (the mean of the clocks their open intervals end at). */
+static struct tddb_window window_of(const struct tddb_header_view *view, uint64_t now, uint64_t counted)
 {
-	return (struct tddb_window){ .start = view->control.window_start_ns, .end = window_end_at(view, now), .now = now };
+	uint64_t end = window_end_at(view, now);
+
+	return (struct tddb_window){ .start = view->control.window_start_ns,
+				     .end = end,
+				     .now = now,
+				     .counted_end = tddb_min_u64(window_end_at(view, counted), end) };
 }
 
 /* The clock that ends open intervals: for a frozen image, its moment. */
@@ -661,7 +668,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	};
 	count = tddb_min_u64(view->status.high_water, geometry->record_capacity);
 	if (count == 0) {
-		*window = window_of(view, reader_now(&image, now));
+		*window = window_of(view, reader_now(&image, now), now);
 		return TD_OK;
 	}
 	first = malloc((size_t)per_chunk * (2 * (size_t)size + (detail ? detail_size : 0)));
@@ -671,12 +678,28 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	if (detail)
 		details = second + (size_t)per_chunk * size;
 	cache = cache_acquire(agent, count);
+	/* Where the live records' open intervals ended, added up: their mean
+	 * is where the snapshot counted its threads (counted_ns). */
+	unsigned __int128 counted_sum = 0;
+	uint32_t counted_live = 0;
 
 	for (base = 0; base < count && err == TD_OK; base += per_chunk) {
 		uint32_t n = count - base < per_chunk ? count - base : per_chunk;
 		uint64_t offset = geometry->records_offset + (uint64_t)base * size;
 		bool cached, chunk_stable;
 		uint32_t i;
+
+		/* Each chunk's open intervals end at a clock taken before its
+		 * own reads (the rule of reader_clock holds for any such
+		 * clock): a record is counted up to when it was read, not to
+		 * when the first chunk was, which a walk slowed by a visitor,
+		 * by re-reads or by preemption leaves far behind. */
+		if (base > 0 && !image.frozen) {
+			uint64_t chunk_now = tddb_max_u64(now, reader_clock(geometry));
+
+			ends.open_end = window_end_at(view, chunk_now);
+			ends.reader_now = chunk_now;
+		}
 
 		/* Records, details, records: a detail copy is whole when the
 		 * record around it was stable across both record reads.  A
@@ -701,13 +724,27 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 					 : details + (size_t)i * detail_size;
 			struct tddb_thread thread;
 
+			struct record_ends record_ends = ends;
+
 			thread.index = base + i;
 			if (!chunk_stable && !record_stable(geometry, a, b)) {
+				/* Read again, so counted up to a clock before that. */
+				if (!image.frozen) {
+					uint64_t reread_now = tddb_max_u64(ends.reader_now, reader_clock(geometry));
+
+					record_ends.open_end = window_end_at(view, reread_now);
+					record_ends.reader_now = reread_now;
+				}
 				err = record_reread(agent, base + i, a, b, d, deadline);
 				ends.read_end = window_end_at(view, reader_now(&image, now));
+				record_ends.read_end = ends.read_end;
 			}
 			if (err == TD_OK)
-				err = thread_decode(geometry, &(struct record_bytes){ a, d }, &ends, &thread);
+				err = thread_decode(geometry, &(struct record_bytes){ a, d }, &record_ends, &thread);
+			if (err == TD_OK && thread.state != TDSTAT_STATE_FREE) {
+				counted_sum += record_ends.open_end;
+				counted_live++;
+			}
 			if (err == TD_OK && !cached)
 				cache_keep(cache, geometry, base + i, a, d);
 			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
@@ -717,7 +754,8 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	if (cache)
 		pthread_mutex_unlock(&cache->lock);
 	free(first);
-	*window = window_of(view, reader_now(&image, now));
+	*window = window_of(view, reader_now(&image, now),
+			    counted_live ? (uint64_t)(counted_sum / counted_live) : ends.reader_now);
 	return err;
 }
 
@@ -809,6 +847,7 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 	snapshot->now_ns = window.now;
 	snapshot->window_start_ns = window.start;
 	snapshot->window_ns = window.end - window.start;
+	snapshot->counted_ns = window.counted_end > window.start ? window.counted_end - window.start : 0;
 	snapshot->live = sums.live;
 	snapshot->overflow_live = view.status.overflow_live;
 	snapshot->visited = sums.used;

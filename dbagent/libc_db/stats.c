@@ -201,6 +201,7 @@ td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_s
 	stats->abi_minor = agent->geometry.abi_minor;
 	stats->window_start_ns = snapshot.window_start_ns;
 	stats->window_ns = snapshot.window_ns;
+	stats->counted_ns = snapshot.counted_ns;
 	stats->lwps_ns = snapshot.tracked_ns;
 	stats->runnable_ns = snapshot.runnable_ns;
 	stats->idle_ns = snapshot.tracked_ns - snapshot.runnable_ns;

@@ -154,6 +154,7 @@ struct tddb_window {
 	uint64_t start;
 	uint64_t end;
 	uint64_t now;
+	uint64_t counted_end;    /* open intervals end here (<= end) */
 };
 
 /* What the provider says of the target (include/tdstat/ps_image.h):
@@ -203,6 +204,7 @@ struct tddb_snapshot {
 	uint32_t overflow_live;
 	uint64_t window_start_ns;
 	uint64_t window_ns;      /* |W| */
+	uint64_t counted_ns;     /* the part of |W| the open intervals reach */
 	uint64_t tracked_ns;     /* clamped: runnable <= tracked <= |W| * records */
 	uint64_t runnable_ns;
 	uint64_t idle_by_kind_ns[TDSTAT_WAIT_KIND_COUNT]; /* sum to tracked - runnable */

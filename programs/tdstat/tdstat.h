@@ -180,6 +180,16 @@ void tdstat_interval_compute(struct tdstat_interval *out, pid_t pid,
 			     const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to);
 /* True when both snapshots belong to the same window. */
 bool tdstat_same_window(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b);
+/* Whether the library filled counted_ns (its fourth version). */
+bool tdstat_stats_counted(const td_ta_stats_ns_t *stats);
+/* What a line's averages over [from, to] divide by: the growth of
+ * counted_ns between two snapshots, the window so far when from is NULL. */
+uint64_t tdstat_interval_span_ns(const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to);
+/* Whether the library filled counted_ns (its fourth version). */
+bool tdstat_stats_counted(const td_ta_stats_ns_t *stats);
+/* What a line's averages over [from, to] divide by: the growth of
+ * counted_ns between two snapshots, the window so far when from is NULL. */
+uint64_t tdstat_interval_span_ns(const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to);
 
 /* kernel.c */
 /* Samples pid's threads; false when /proc does not let us. */

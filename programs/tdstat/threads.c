@@ -121,7 +121,7 @@ size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const st
 		return 0;
 	if (from && !tdstat_same_window(&from->stats, &to->stats))
 		from = NULL;
-	window_ns = (double)growth(from ? from->stats.window_ns : 0, to->stats.window_ns);
+	window_ns = (double)tdstat_interval_span_ns(from ? &from->stats : NULL, &to->stats);
 	/* Threads the shim tracks, alive now (tid 0: not started yet). */
 	for (size_t i = 0; i < to->count; i++) {
 		const td_thr_stats_ns_t *now = &to->threads[i];

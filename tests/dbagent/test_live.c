@@ -276,6 +276,62 @@ Test(live, cpu_of_an_untracked_thread_is_counted)
 	session_stop(&s);
 }
 
+/* A visitor that takes its time: a walk of a few milliseconds. */
+static int slow_visitor(const td_thr_stats_ns_t *thread, void *data)
+{
+	uint64_t until = tdstat_monotonic_ns() + 20000;
+
+	(void)thread;
+	(void)data;
+	while (tdstat_monotonic_ns() < until)
+		;
+	return 0;
+}
+
+/*
+ * counted_ns (the fourth version of td_ta_stats_ns_t): a snapshot counts
+ * each thread up to its clock before the reads and ends its window at
+ * the clock after them.  With every thread asleep, LWPs between two
+ * snapshots is the thread count exactly when divided by the growth of
+ * counted_ns; the growth of window_ns differs by how much longer one
+ * snapshot's reads took than the other's (here a slow visitor makes
+ * every other one take milliseconds longer), which made the command
+ * show more LWPs than threads.
+ */
+Test(live, lwps_between_snapshots_divide_by_counted_time)
+{
+	td_ta_stats_ns_t snapshots[8];
+	struct session s;
+
+	session_start(&s, "condvar", 100, 0, NULL);
+	tdtest_sleep_ms(50);
+	for (int i = 0; i < 8; i++) {
+		snapshots[i] = (td_ta_stats_ns_t){ .size = sizeof(snapshots[i]) };
+		if (i % 2)
+			cr_assert_eq(td_ta_thr_stats_iter(s.ta, slow_visitor, NULL, &snapshots[i]), TD_OK);
+		else
+			cr_assert_eq(td_ta_get_stats_ns(s.ta, &snapshots[i]), TD_OK);
+		cr_assert_eq(snapshots[i].size, sizeof(snapshots[i]));
+		cr_assert_leq(snapshots[i].counted_ns, snapshots[i].window_ns);
+		cr_assert_eq(snapshots[i].nthreads, 101);
+		tdtest_sleep_ms(5);
+	}
+	for (int i = 1; i < 8; i++) {
+		const td_ta_stats_ns_t *a = &snapshots[i - 1], *b = &snapshots[i];
+
+		cr_assert_eq(b->window_start_ns, a->window_start_ns);
+		/* counted_ns is a mean, rounded down: within 1 ns a thread. */
+		cr_assert_leq(llabs((long long)(b->lwps_ns - a->lwps_ns) - 101 * (long long)(b->counted_ns - a->counted_ns)),
+			      101,
+			     "snapshots %d and %d: lwps grew %llu, counted %llu", i - 1, i,
+			     (unsigned long long)(b->lwps_ns - a->lwps_ns),
+			     (unsigned long long)(b->counted_ns - a->counted_ns));
+	}
+	/* The slow walks do end their windows later than they count. */
+	cr_assert_geq(snapshots[1].window_ns - snapshots[1].counted_ns, 2000000u);
+	session_stop(&s);
+}
+
 /* The POSIX timers of this process on `clock`: /proc/self/timers lists
  * each with its "ClockID:". */
 static int timers_on_clock(clockid_t clock)
