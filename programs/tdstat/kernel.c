@@ -152,6 +152,8 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 	struct open_file *kept = NULL;
 	DIR *tasks;
 
+	uint64_t begun = monotonic_ns();
+
 	sample->count = 0;
 	sample->threads = NULL;
 	raise_file_limit();
@@ -209,6 +211,7 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 	}
 	closedir(tasks);
 	sample->taken_ns = monotonic_ns();
+	sample->cost_ns = sample->taken_ns - begun;
 	/* The files of threads that are gone; the others stay open. */
 	close_files(schedstat_files.files, schedstat_files.count);
 	free(schedstat_files.files);
