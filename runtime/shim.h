@@ -121,6 +121,13 @@ static inline void tdshim_ensure_init(void)
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
 uint64_t tdshim_now_ns(void);
 
+/* Step 1 of region.h's latch (runtime/announce.c): announce a change of
+ * `record` after `since`, return its moment T.  _init picks the way once
+ * the stall bound is known. */
+uint64_t tdshim_announce(struct tdstat_record *record, uint64_t since);
+void tdshim_announce_init(uint64_t stall_ns);
+bool tdshim_announce_uses_rseq(void);
+
 /*
  * A change of a record (region.h's latch).  Only the owner changes its
  * record, except for the claim of a new thread's record by its creator

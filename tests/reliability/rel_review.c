@@ -25,6 +25,11 @@
  *                      runnable ~0 afterwards
  *   resets-monotonic   resets racing back-to-back snapshots: no integral
  *                      goes down within one window
+ *   late-announcement  writers whose clock reads return late (preempted
+ *                      right after reading, LATECLOCK_NS with rel_slowclock
+ *                      preloaded before the shim): no integral goes down
+ *                      (an announcement stored late was visible to readers
+ *                      with a time before what earlier snapshots reported)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -229,15 +234,16 @@ static int fast_fail(void)
 }
 
 /* ---- resets-monotonic ---- */
-static int resets_monotonic(void)
+/* Back-to-back snapshots of the churning target for `seconds`, while a
+ * second agent resets `resets` times: no integral goes down within one
+ * window. */
+static int monotonic_under(const char *preload, const char *const *env, int resets)
 {
 	const char *argv[] = { REL_REVIEW_STRESS_PATH, "6", NULL };
-	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
-	struct tdtest_spawn_options options = { .preload = tdtest_shim_path(), .env = env };
+	struct tdtest_spawn_options options = { .preload = preload, .env = env };
 	struct tdtest_child child;
 	struct rel_agent agent;
 	const double seconds = 4.0;
-	const int resets = 100;
 
 	if (tdtest_spawn(&child, argv, &options) != 0) {
 		fprintf(stderr, "cannot start the stress target: %s\n", strerror(errno));
@@ -314,11 +320,27 @@ static int resets_monotonic(void)
 		rel_fail("the resetter: %s", status_text(rstatus));
 	if (decreases)
 		rel_fail("%ld integrals went down within one window", decreases);
-	if (windows < 10)
+	if (resets && windows < 10)
 		rel_fail("only %ld new windows seen: the resets did not race the snapshots", windows);
 	if (failed > snapshots / 2)
 		rel_fail("%ld of %ld snapshots failed", failed, snapshots);
 	return rel_failures ? 1 : 0;
+}
+
+static int resets_monotonic(void)
+{
+	static const char *const env[] = { "TDSTAT_ENABLE=1", NULL };
+
+	return monotonic_under(tdtest_shim_path(), env, 100);
+}
+
+static int late_announcement(void)
+{
+	static const char *const env[] = { "TDSTAT_ENABLE=1", "LATECLOCK_NS=150000", NULL };
+	char preload[8192];
+
+	snprintf(preload, sizeof preload, "%s %s", REL_SLOWCLOCK_PATH, tdtest_shim_path());
+	return monotonic_under(preload, env, 0);
 }
 
 int main(int argc, char **argv)
@@ -342,6 +364,8 @@ int main(int argc, char **argv)
 		return expect((const char *const[]){ "sys-exit", NULL }, 1, 0, 0.2);
 	if (!strcmp(mode, "resets-monotonic"))
 		return resets_monotonic();
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic\n");
+	if (!strcmp(mode, "late-announcement"))
+		return late_announcement();
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement\n");
 	return 2;
 }
