@@ -170,7 +170,13 @@ static uint64_t announce_by_rseq(uint64_t *pending, uint64_t since, uint64_t cyc
 
 		if (moment <= since)
 			moment = since + 1;
-		if (store_if_prompt(pending, moment, start, cpu, cycles, area)) {
+		bool stored = store_if_prompt(pending, moment, start, cpu, cycles, area);
+
+		/* The kernel would clear it lazily, at the cost of reading the
+		 * descriptor on the thread's next preemption: a plain store
+		 * here is cheaper. */
+		CMM_STORE_SHARED(area->rseq_cs, 0);
+		if (stored) {
 			*done = true;
 			return moment;
 		}
