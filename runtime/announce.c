@@ -25,7 +25,20 @@
  *
  * This needs x86-64, glibc's rseq registration (not under valgrind, not
  * with the tunable glibc.pthread.rseq=0, not on kernels before 4.18) and
- * a counter that runs at a constant rate.  Elsewhere the
+ * a counter that runs at a constant rate.
+ *
+ * Where the kernel itself keeps time by that counter (clock source "tsc":
+ * the counters of all CPUs agree), T is read from the counter too, inside
+ * the sequence: one counter read, scaled by the thread's own anchor (a
+ * pairing of the counter with CLOCK_MONOTONIC, renewed every 2 ms of use,
+ * its rate measured between two anchors), is T, and the store follows it
+ * with nothing in between that the kernel would not restart.  A clock
+ * read through the vDSO costs 25 ns here, most of it the fence that
+ * orders its counter read; the counter alone costs 10.  The same clock
+ * dates wake-up stamps (tdshim_stamp_ns).  It stays within a few
+ * microseconds of CLOCK_MONOTONIC (the first 2 ms of a thread use the
+ * rate calibrated at start, good to 0.3%; later ones the rate of the
+ * last 2 ms), far inside the readers' 1 ms margin.  Elsewhere the
  * announcement falls back to the store, clock-again-and-retry protocol,
  * whose one hole (the late T visible between the store and the retry) is
  * documented in docs/READER.md.
@@ -34,14 +47,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "counter_clock.h"
 
-#if defined(__x86_64__) && defined(__has_include)
-#if __has_include(<sys/rseq.h>)
+#ifdef TDSHIM_ANNOUNCE_RSEQ
 #include <cpuid.h>
-#include <sys/rseq.h>
-#define TDSHIM_ANNOUNCE_RSEQ 1
-#endif
 #endif
 
 /* Bounded: a writer never loops on its own clock.  Each try fails only
@@ -83,22 +92,10 @@ static uint64_t announce_by_retry(uint64_t *pending, uint64_t since, uint64_t st
 
 /* The counter cycles the stall bound allows; 0 while the rseq way is off. */
 static uint64_t prompt_cycles;
-
-static inline uint64_t read_counter(void)
-{
-	uint32_t low, high;
-
-	__asm__ __volatile__("rdtsc" : "=a"(low), "=d"(high));
-	return (uint64_t)high << 32 | low;
-}
-
-static inline struct rseq *thread_rseq(void)
-{
-	char *thread_pointer;
-
-	__asm__("mov %%fs:0, %0" : "=r"(thread_pointer));
-	return (struct rseq *)(thread_pointer + __rseq_offset);
-}
+/* How long an anchor serves, in counter cycles (2 ms); 0 while the
+ * counter clock is off.  The rate calibrated at start, 32.32 ns/cycle. */
+uint64_t tdshim_anchor_cycles;
+static uint64_t start_scale;
 
 /*
  * The restartable sequence: on the CPU the counter `start` was read on,
@@ -152,9 +149,92 @@ retry:
 	return false;
 }
 
+/* A (counter, clock) pair read close together: the tightest of a few.
+ * Returns the counter cycles the tightest one spanned. */
+static uint64_t counter_and_clock(uint64_t *counter, uint64_t *clock)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t before = tdshim_read_counter(), now = tdshim_now_ns(), after = tdshim_read_counter();
+
+		if (after - before < best) {
+			best = after - before;
+			*counter = before + (after - before) / 2;
+			*clock = now;
+		}
+	}
+	return best;
+}
+
+/* A new anchor for this thread: the next one written whole, then
+ * published by one store (a handler that interrupts this sees the old
+ * one).  The rate is the one between the old anchor and the new, when
+ * they are far enough apart to measure it and it is within 1% of the
+ * calibrated one (else the calibrated one). */
+static void anchor_renew(struct tdshim_thread *self)
+{
+	unsigned int index = CMM_LOAD_SHARED(self->anchor);
+	const struct tdshim_anchor *old = &self->anchors[index & 1];
+	struct tdshim_anchor *next = &self->anchors[(index + 1) & 1];
+	uint64_t counter = 0, ns = 0, scale = start_scale;
+
+	/* A pair spanning more than 2 us was preempted: not an anchor. */
+	if (counter_and_clock(&counter, &ns) > tdshim_anchor_cycles / 1000)
+		return;
+	if (old->counter && counter > old->counter && ns > old->ns && counter - old->counter >= tdshim_anchor_cycles / 2 &&
+	    ns - old->ns < (UINT64_C(1) << 31)) {
+		uint64_t measured = ((ns - old->ns) << 32) / (counter - old->counter);
+
+		if (measured > start_scale - start_scale / 100 && measured < start_scale + start_scale / 100)
+			scale = measured;
+	}
+	next->counter = counter;
+	next->ns = ns;
+	next->scale = scale;
+	next->check = counter ^ ns ^ scale;
+	cmm_barrier();
+	CMM_STORE_SHARED(self->anchor, index + 1);
+}
+
+uint64_t tdshim_stamp_ns_slow(void)
+{
+	struct tdshim_thread *self = &tdshim_self;
+	uint64_t ns;
+
+	if (!CMM_LOAD_SHARED(tdshim_anchor_cycles))
+		return tdshim_now_ns();
+	anchor_renew(self);
+	if (tdshim_anchored_time(tdshim_current_anchor(self), tdshim_read_counter(), &ns))
+		return ns;
+	return tdshim_now_ns();
+}
+
+static uint64_t announce_by_counter(uint64_t *pending, uint64_t since, bool *done)
+{
+	struct tdshim_thread *self = &tdshim_self;
+	struct rseq *area = tdshim_thread_rseq();
+	uint64_t limit = CMM_LOAD_SHARED(tdshim_anchor_cycles), moment = 0;
+
+	for (int tries = 0; tries < RSEQ_TRIES_MAX && (int32_t)CMM_LOAD_SHARED(area->cpu_id) >= 0; tries++) {
+		bool stale = false;
+		bool stored = tdshim_store_counter_time(pending, tdshim_current_anchor(self), limit, since, area, &moment, &stale);
+
+		CMM_STORE_SHARED(area->rseq_cs, 0);
+		if (stored) {
+			*done = true;
+			return moment;
+		}
+		if (stale)
+			anchor_renew(self);
+	}
+	*done = false;
+	return 0;
+}
+
 static uint64_t announce_by_rseq(uint64_t *pending, uint64_t since, uint64_t cycles, bool *done)
 {
-	struct rseq *area = thread_rseq();
+	struct rseq *area = tdshim_thread_rseq();
 
 	for (int tries = 0; tries < RSEQ_TRIES_MAX; tries++) {
 		uint32_t cpu = CMM_LOAD_SHARED(area->cpu_id);
@@ -165,7 +245,7 @@ static uint64_t announce_by_rseq(uint64_t *pending, uint64_t since, uint64_t cyc
 			break;
 		/* Before the clock: the vDSO's ordered counter read comes
 		 * after this one, so `start` is no later than the reading. */
-		uint64_t start = read_counter();
+		uint64_t start = tdshim_read_counter();
 		uint64_t moment = tdshim_now_ns();
 
 		if (moment <= since)
@@ -210,22 +290,6 @@ static bool clock_source_is_counter(void)
 	return got >= 3 && !strncmp(name, "tsc", 3) && (got == 3 || name[3] == '\n');
 }
 
-/* A (counter, clock) pair read close together: the tightest of a few. */
-static void counter_and_clock(uint64_t *counter, uint64_t *clock)
-{
-	uint64_t best = UINT64_MAX;
-
-	for (int i = 0; i < 5; i++) {
-		uint64_t before = read_counter(), now = tdshim_now_ns(), after = read_counter();
-
-		if (after - before < best) {
-			best = after - before;
-			*counter = before + (after - before) / 2;
-			*clock = now;
-		}
-	}
-}
-
 /* Counter cycles per microsecond, over ~20 us of the clock. */
 static uint64_t counter_cycles_per_us(void)
 {
@@ -245,13 +309,20 @@ void tdshim_announce_init(uint64_t stall_ns)
 	uint64_t per_us;
 
 	prompt_cycles = 0;
+	tdshim_anchor_cycles = 0;
 	if (__rseq_size == 0 || !(counter_is_invariant() || clock_source_is_counter()))
 		return;
 	per_us = counter_cycles_per_us();
 	/* Nine tenths of the bound: the calibration's own error stays
 	 * on the safe side. */
-	if (per_us >= 100)
-		prompt_cycles = stall_ns * per_us / 1000 * 9 / 10;
+	if (per_us < 100)
+		return;
+	prompt_cycles = stall_ns * per_us / 1000 * 9 / 10;
+	/* The counter as the clock: only where all CPUs' counters agree. */
+	if (clock_source_is_counter()) {
+		start_scale = (UINT64_C(1000) << 32) / per_us;
+		tdshim_anchor_cycles = 2000 * per_us;
+	}
 }
 
 bool tdshim_announce_uses_rseq(void)
@@ -266,6 +337,11 @@ void tdshim_announce_init(uint64_t stall_ns)
 	(void)stall_ns;
 }
 
+uint64_t tdshim_stamp_ns_slow(void)
+{
+	return tdshim_now_ns();
+}
+
 bool tdshim_announce_uses_rseq(void)
 {
 	return false;
@@ -273,13 +349,20 @@ bool tdshim_announce_uses_rseq(void)
 
 #endif
 
-uint64_t tdshim_announce(struct tdstat_record *record, uint64_t since)
+uint64_t tdshim_announce_slow(struct tdstat_record *record, uint64_t since)
 {
 	uint64_t stall = CMM_LOAD_SHARED(tdstat_region.header.stall_ns);
 
 #ifdef TDSHIM_ANNOUNCE_RSEQ
 	uint64_t cycles = CMM_LOAD_SHARED(prompt_cycles);
 
+	if (CMM_LOAD_SHARED(tdshim_anchor_cycles)) {
+		bool done;
+		uint64_t moment = announce_by_counter(&record->pending_ns, since, &done);
+
+		if (done)
+			return moment;
+	}
 	if (cycles) {
 		bool done;
 		uint64_t moment = announce_by_rseq(&record->pending_ns, since, cycles, &done);

@@ -20,6 +20,7 @@
 #include <tdstat/clock.h>
 
 #include "shim.h"
+#include "counter_clock.h"
 
 /* In .bss: the 4 MiB of records and 8 MiB of details cost nothing until
  * threads touch them (a thread touches its record's two lines and its
