@@ -17,8 +17,11 @@ Scenarios (one CTest test each):
   free      the same program without the deadlock: no deadlock line,
             JSON "deadlocks" empty, OpenMetrics tdstat_deadlocks 0
   gcore     `tdstat core -w` on a gcore of the deadlocked target: the
-            same cycle by tids (a core keeps no thread names), and JSON
-Exit 77 (skip) for gcore when gdb is not installed."""
+            same cycle by tids (a core keeps no thread names), and JSON;
+            then gdb's `info thread-stats -w` on that core
+  gdb       gdb attached to the live target (gdb -p): `info thread-stats
+            -w` names the cycle with gdb's thread names
+Exit 77 (skip) for gcore and gdb when gdb is not installed."""
 
 import argparse
 import csv
@@ -243,18 +246,45 @@ def scenario_gcore(args):
         # The target is gone: everything comes from the core.
         check_text(tdstat(args, "core", "-w", core, args.target), target, True, named=False)
         check_json(tdstat(args, "core", "-w", "--format", "json", core, args.target), target, True, named=False)
+        text = gdb(args, [args.target, core])
+        deadlocks = [line for line in text.splitlines() if line.startswith("deadlock:")]
+        check(deadlocks in ([expected_deadlock(target.tids)], [expected_deadlock(target.tids, named=False)]),
+              "gdb on the core: one deadlock line naming the cycle", text)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
-SCENARIOS = {"live": scenario_live, "free": scenario_free, "gcore": scenario_gcore}
+def gdb(args, target_args):
+    argv = ["timeout", str(TIMEOUT), "gdb", "-nx", "-batch", "-ex", "set debuginfod enabled off",
+            "-ex", "source " + args.script, "-ex", "info thread-stats -w", *target_args]
+    result = run(argv)
+    check(result.returncode != 124, "gdb timed out", result.stdout)
+    return result.stdout
+
+
+def scenario_gdb(args):
+    if shutil.which("gdb") is None:
+        print("skipped: gdb is needed (scripts/install-deps.sh installs it)")
+        return SKIP
+    with Target(args) as target:
+        text = gdb(args, ["-p", str(target.pid)])
+    deadlocks = [line for line in text.splitlines() if line.startswith("deadlock:")]
+    check(deadlocks == [expected_deadlock(target.tids)], "gdb: one deadlock line naming the cycle", text)
+    rows = {line.split()[1]: line for line in text.splitlines() if re.match(r"^  (mutex|rwlock|sem|cond) ", line)}
+    check("table_lock" in rows and "write-locked" in rows["table_lock"] and
+          "%d (tab-writer)" % target.tids["tab-writer"] in rows["table_lock"], "gdb: table_lock's writer", text)
+    check("free_slots" in rows and "count 0" in rows["free_slots"], "gdb: free_slots", text)
+    return 0
+
+
+SCENARIOS = {"live": scenario_live, "free": scenario_free, "gcore": scenario_gcore, "gdb": scenario_gdb}
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=sorted(SCENARIOS))
-    for option in ("tdstat", "shim", "target"):
+    for option in ("tdstat", "shim", "target", "script"):
         parser.add_argument("--" + option, required=True)
     args = parser.parse_args()
     try:
