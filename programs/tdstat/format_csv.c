@@ -164,7 +164,7 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 	address(out, waits, row->site);
 	optional(out, row->has_kernel, row->cpu);
 	optional(out, row->has_kernel, row->run_queue);
-	fputs(",,,,,,\r\n", out); /* kind, waiting, ended, owner_tid, owner_name, waiters, deadlock */
+	fputs(",,,,,,,\r\n", out); /* kind, waiting, ended, owner_tid, owner_name, waiters, deadlock */
 }
 
 static void object(struct tdstat_output *output, const struct tdstat_object_row *row)

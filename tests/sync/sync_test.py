@@ -188,6 +188,8 @@ def check_json(text, target, deadlocked, named=True):
 
 def check_csv(text, target, deadlocked):
     rows = list(csv.DictReader(io.StringIO(text)))
+    widths = {len(row) for row in csv.reader(io.StringIO(text))}
+    check(len(widths) == 1, "CSV: every row has the heading's columns (with -t, -w and the graph)", text)
     syncs = {row["object"]: row for row in rows if row["record"] == "sync"}
     deadlocks = [row for row in rows if row["record"] == "deadlock"]
     check(syncs["table_lock"]["owner_tid"] == str(target.tids["tab-writer"]), "CSV: table_lock's writer", text)
@@ -224,7 +226,7 @@ def scenario_live(args, deadlocked=True):
         pid = str(target.pid)
         check_text(tdstat(args, "-w", "-c", "1", pid), target, deadlocked)
         check_json(tdstat(args, "-w", "-c", "1", "--format", "json", pid), target, deadlocked)
-        check_csv(tdstat(args, "-w", "-c", "1", "--format", "csv", pid), target, deadlocked)
+        check_csv(tdstat(args, "-t", "-w", "-c", "1", "--format", "csv", pid), target, deadlocked)
         check_openmetrics(tdstat(args, "-w", "-c", "1", "--format", "openmetrics", pid), target, deadlocked)
 
 
