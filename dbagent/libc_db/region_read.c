@@ -831,3 +831,35 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 	(void)idle_total;
 	return TD_OK;
 }
+
+/*
+ * One record as it stands now (a thread handle's, thread_handles.c): its
+ * state, tid, kind, object and site, without the integrals.  The header is
+ * read first, so the region is still the one td_ta_new validated and the
+ * index one the shim has handed out.
+ */
+td_err_e tddb_thread_read(const struct td_thragent *agent, uint32_t index, struct tddb_thread *thread)
+{
+	const struct tddb_geometry *geometry = &agent->geometry;
+	struct tddb_header_view view;
+	struct record_ends none = { 0 };
+	unsigned char *first, *second, *detail;
+	td_err_e err;
+
+	err = tddb_read_header(agent, &view);
+	if (err != TD_OK)
+		return err;
+	if (index >= tddb_min_u64(view.status.high_water, geometry->record_capacity))
+		return TD_NOTHR;
+	first = malloc(2 * (size_t)geometry->record_size + geometry->detail_size);
+	if (!first)
+		return TD_MALLOC;
+	second = first + geometry->record_size;
+	detail = second + geometry->record_size;
+	err = record_reread(agent, index, first, second, detail, tddb_monotonic_ns() + RETRY_BUDGET_NS);
+	if (err == TD_OK)
+		err = thread_decode(geometry, &(struct record_bytes){ first, detail }, &none, thread);
+	free(first);
+	thread->index = index;
+	return err;
+}
