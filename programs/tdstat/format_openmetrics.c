@@ -72,6 +72,22 @@ struct moment {
 	size_t thread_count, thread_capacity;
 	struct tdstat_object_row *objects;
 	size_t object_count, object_capacity;
+	/* -w, the wait-for graph: its objects (waiters copied out) and the
+	 * number of cycles per process. */
+	struct sync_sample {
+		pid_t pid;
+		uint32_t type;
+		uint64_t object;
+		char object_name[TDSTAT_NAME_SIZE];
+		pid_t owner;
+		size_t waiters;
+	} *syncs;
+	size_t sync_count, sync_capacity;
+	struct deadlock_sample {
+		pid_t pid;
+		size_t count;
+	} *deadlocks;
+	size_t deadlock_count, deadlock_capacity;
 };
 
 /* Appends one element to a growing array; false when out of memory. */
@@ -106,6 +122,8 @@ static void begin(struct tdstat_output *output)
 	moment->count = 0;
 	moment->thread_count = 0;
 	moment->object_count = 0;
+	moment->sync_count = 0;
+	moment->deadlock_count = 0;
 }
 
 static void process(struct tdstat_output *output, const struct tdstat_interval *line)
@@ -143,6 +161,31 @@ static void object(struct tdstat_output *output, const struct tdstat_object_row 
 
 	if (moment && !append((void **)&moment->objects, &moment->object_count, &moment->object_capacity,
 			      sizeof(*row), row))
+		output->failed = true;
+}
+
+static void sync_row(struct tdstat_output *output, const struct tdstat_sync_row *row)
+{
+	struct moment *moment = output->state;
+	struct sync_sample sample = {
+		.pid = row->pid, .type = row->type, .object = row->object, .owner = row->owner,
+		.waiters = row->waiter_count,
+	};
+
+	memcpy(sample.object_name, row->object_name, sizeof(sample.object_name));
+	if (moment && !append((void **)&moment->syncs, &moment->sync_count, &moment->sync_capacity, sizeof(sample),
+			      &sample))
+		output->failed = true;
+}
+
+static void deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles, size_t count)
+{
+	struct moment *moment = output->state;
+	struct deadlock_sample sample = { .pid = pid, .count = count };
+
+	(void)cycles;
+	if (moment && !append((void **)&moment->deadlocks, &moment->deadlock_count, &moment->deadlock_capacity,
+			      sizeof(sample), &sample))
 		output->failed = true;
 }
 
@@ -362,6 +405,26 @@ static void table_samples(struct tdstat_output *output, const struct moment *mom
 		for (size_t i = 0; i < moment->thread_count; i++)
 			thread_samples(output, &thread_families[f], &moment->threads[i]);
 	}
+	if (moment->sync_count) {
+		gauge_metadata(out, "tdstat_sync_waiters",
+			       "Threads blocked on the synchronization object now, with its owner's tid (0: none) (-w).");
+		for (size_t i = 0; i < moment->sync_count; i++) {
+			const struct sync_sample *sample = &moment->syncs[i];
+
+			fprintf(out, "tdstat_sync_waiters{pid=\"%d\",type=\"%s\",object=\"", (int)sample->pid,
+				tdstat_sync_type_name(sample->type));
+			label_value(out, sample->object_name);
+			fprintf(out, "\",object_address=\"0x%" PRIx64 "\",owner_tid=\"%d\"} %zu\n", sample->object,
+				(int)sample->owner, sample->waiters);
+		}
+	}
+	if (moment->deadlock_count) {
+		gauge_metadata(out, "tdstat_deadlocks",
+			       "Cycles in the wait-for graph now: threads waiting for each other's locks (-w).");
+		for (size_t i = 0; i < moment->deadlock_count; i++)
+			fprintf(out, "tdstat_deadlocks{pid=\"%d\"} %zu\n", (int)moment->deadlocks[i].pid,
+				moment->deadlocks[i].count);
+	}
 	if (!moment->object_count)
 		return;
 	gauge_metadata(out, "tdstat_object_waiting",
@@ -421,6 +484,8 @@ static void close_output(struct tdstat_output *output)
 		free(moment->lines);
 		free(moment->threads);
 		free(moment->objects);
+		free(moment->syncs);
+		free(moment->deadlocks);
 	}
 	free(moment);
 }
@@ -431,6 +496,8 @@ const struct tdstat_format tdstat_format_openmetrics_row = {
 	.process = process,
 	.thread = thread,
 	.object = object,
+	.sync = sync_row,
+	.deadlocks = deadlocks,
 	.end = end,
 	.summary = process,
 	.close = close_output,
