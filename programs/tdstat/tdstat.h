@@ -281,14 +281,16 @@ double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count);
 
 /*
  * The kernel's figures (schedstat of every thread: the CPU, RUNQ and
- * UNTRACKED columns and the process's untracked) are read again only
- * once TDSTAT_KERNEL_COST_FACTOR times what the last reading of them
- * took has passed: at most 1% of a CPU goes to them, whatever the
- * interval.  At 100 lines a second on a thousand threads, reading them
- * for every line cost tdstat about 40% of a CPU; now every 20th line or
- * so reads them.  A line between two kernel readings shows those of the
- * last kernel interval (row.kernel_window_s), carried here.
+ * UNTRACKED columns and the process's untracked) are read for every
+ * line at intervals of TDSTAT_KERNEL_EVERY_LINE_S or more; at shorter
+ * ones, again only once TDSTAT_KERNEL_COST_FACTOR times what the last
+ * reading of them took has passed (at most 1% of a CPU goes to them).
+ * At 100 lines a second on a thousand threads, reading them for every
+ * line cost tdstat about 40% of a CPU; now every 20th line or so reads
+ * them.  A line between two kernel readings shows those of the last
+ * kernel interval (row.kernel_window_s), carried here.
  */
+#define TDSTAT_KERNEL_EVERY_LINE_S 0.1
 #define TDSTAT_KERNEL_COST_FACTOR 100
 struct tdstat_kernel_carry {
 	bool valid;

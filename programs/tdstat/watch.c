@@ -97,7 +97,7 @@ static bool kernel_due(const struct tdstat_watch_options *options)
 {
 	struct timespec now;
 
-	if (!kernel_base.kernel_valid)
+	if (!kernel_base.kernel_valid || options->interval_s >= TDSTAT_KERNEL_EVERY_LINE_S)
 		return true;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	/* Half an interval early rather than one late. */
