@@ -256,7 +256,9 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 	/* Each moment of the output is flushed whole (tdstat_output_end):
 	 * line buffering would cost a write per row, a thousand a line
 	 * with -t on a thousand threads. */
-	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	static char stdout_buffer[1 << 16]; /* glibc sizes a buffer of its own by st_blksize */
+
+	setvbuf(stdout, stdout_buffer, _IOFBF, sizeof(stdout_buffer));
 	if (options->plot_path && !(plot = tdstat_plot_new(options->plot_path))) {
 		tdstat_error("out of memory");
 		return TDSTAT_EXIT_FAILURE;
