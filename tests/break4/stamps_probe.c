@@ -12,7 +12,8 @@
  *   migrate   the thread moves to the other CPU before every change
  *   idle      bursts of changes between idle gaps of 5 ms .. 2.5 s
  *
- * Usage: stamps_probe MODE [seconds].  With TDSHIM set and not preloaded,
+ * Usage: stamps_probe MODE [seconds] (PROBE_SLACK_NS, PROBE_SLEEP_NS: the
+ * slack, 50000, and the sleep, 1 ns; 0 makes the bracket ~1 us wide).  With TDSHIM set and not preloaded,
  * it runs itself as a child with LD_PRELOAD=$TDSHIM and TDSTAT_ENABLE=1.
  */
 #define _GNU_SOURCE
@@ -31,7 +32,8 @@
 
 #include "tdstat/region.h"
 
-#define SLACK_NS 50000
+static uint64_t slack_ns = 50000;
+#define SLACK_NS slack_ns
 
 static struct tdstat_record *own;
 
@@ -43,9 +45,11 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static long sleep_ns = 1;
+
 static void tiny_sleep(void)
 {
-	struct timespec ts = { 0, 1 };
+	struct timespec ts = { 0, sleep_ns };
 
 	nanosleep(&ts, NULL);
 }
@@ -171,6 +175,10 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "signals";
 	double seconds = argc > 2 ? atof(argv[2]) : 3;
 
+	if (getenv("PROBE_SLACK_NS"))
+		slack_ns = strtoull(getenv("PROBE_SLACK_NS"), NULL, 10);
+	if (getenv("PROBE_SLEEP_NS"))
+		sleep_ns = atol(getenv("PROBE_SLEEP_NS"));
 	if (region)
 		return probe(region, mode, seconds);
 	if (!shim) {
