@@ -334,6 +334,12 @@ static void after_fork_in_child(void)
 	tdshim_self.overflow = false;
 	tdshim_self.exited = false;
 	tdshim_self.tid = 0;
+	/* The child may be in a new time namespace (unshare(CLONE_NEWTIME)
+	 * moves the children): the parent's counter-clock anchors pair the
+	 * counter with the parent's CLOCK_MONOTONIC.  Zeroed, an anchor no
+	 * longer serves (the counter is far past 0) and the next change
+	 * renews it from this process's clock. */
+	memset(tdshim_self.anchors, 0, sizeof(tdshim_self.anchors));
 	tdshim_thread_adopt();
 	CMM_STORE_SHARED(tdshim_process.initialised, 1);
 }
