@@ -74,6 +74,12 @@ void tdstat_output_object(struct tdstat_output *output, const struct tdstat_obje
 		output->format->object(output, row);
 }
 
+void tdstat_output_sync(struct tdstat_output *output, const struct tdstat_sync_row *row)
+{
+	if (output->format->sync)
+		output->format->sync(output, row);
+}
+
 void tdstat_output_end(struct tdstat_output *output)
 {
 	if (output->format->end)

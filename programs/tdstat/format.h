@@ -12,6 +12,7 @@
  *     tdstat_output_process              a process line (any number)
  *     tdstat_output_thread               -t: a thread row of the line before
  *     tdstat_output_object               -w: an object row of the line before
+ *     tdstat_output_sync                 -s: a tracked object's row (no line)
  *   tdstat_output_end                    the moment is complete
  *   tdstat_output_summary                run: the whole run, at its end
  *
@@ -49,6 +50,7 @@ enum tdstat_output_mode {
 
 struct tdstat_thread_row; /* -t */
 struct tdstat_object_row; /* -w */
+struct tdstat_sync_row;   /* -s */
 struct tdstat_output;
 
 struct tdstat_format {
@@ -59,6 +61,7 @@ struct tdstat_format {
 	void (*process)(struct tdstat_output *output, const struct tdstat_interval *line);
 	void (*thread)(struct tdstat_output *output, const struct tdstat_thread_row *row);
 	void (*object)(struct tdstat_output *output, const struct tdstat_object_row *row);
+	void (*sync)(struct tdstat_output *output, const struct tdstat_sync_row *row);
 	void (*end)(struct tdstat_output *output);
 	void (*summary)(struct tdstat_output *output, const struct tdstat_interval *line);
 	/* Releases what the format kept in output->state. */
@@ -76,6 +79,7 @@ struct tdstat_output {
 	bool prometheus_text;
 	bool threads;          /* live mode with -t: thread rows follow lines */
 	bool objects;          /* live mode with -w: object rows follow lines */
+	bool sync;             /* -s: sync rows alone, no process line */
 	bool failed;           /* out of memory: the output is incomplete */
 	void *state;           /* the format's own */
 };
@@ -92,6 +96,7 @@ void tdstat_output_begin(struct tdstat_output *output);
 void tdstat_output_process(struct tdstat_output *output, const struct tdstat_interval *line);
 void tdstat_output_thread(struct tdstat_output *output, const struct tdstat_thread_row *row);
 void tdstat_output_object(struct tdstat_output *output, const struct tdstat_object_row *row);
+void tdstat_output_sync(struct tdstat_output *output, const struct tdstat_sync_row *row);
 void tdstat_output_end(struct tdstat_output *output);
 void tdstat_output_summary(struct tdstat_output *output, const struct tdstat_interval *line);
 void tdstat_output_close(struct tdstat_output *output);
