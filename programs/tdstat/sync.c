@@ -97,7 +97,15 @@ td_err_e tdstat_sync_rows(const td_thragent_t *agent, pid_t pid, struct tdstat_s
 	struct handles list = { 0 };
 	struct tdstat_sync_row *rows = NULL;
 	size_t count = 0;
-	td_err_e err = td_ta_sync_iter(agent, collect, &list);
+	/* Whether tracking is on: td_sync_get_stats says TD_NOCAPAB while
+	 * off, TD_NOSV for an address the table does not hold (no object
+	 * lives at 8). */
+	td_synchandle_t probe = { (td_thragent_t *)agent, (psaddr_t)8 };
+	td_syncstats_t unused;
+	td_err_e err = td_sync_get_stats(&probe, &unused);
+
+	if (err == TD_NOSV || err == TD_OK)
+		err = td_ta_sync_iter(agent, collect, &list);
 
 	if (err == TD_OK && list.failed)
 		err = TD_MALLOC;
