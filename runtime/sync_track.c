@@ -10,13 +10,6 @@
 
 #include "sync_track.h"
 
-static uint64_t hash_of(uint64_t key)
-{
-	key ^= key >> 33;
-	key *= UINT64_C(0xff51afd7ed558ccd);
-	key ^= key >> 33;
-	return key;
-}
 
 __thread struct tdshim_sync_last tdshim_sync_last TDSHIM_TLS;
 
@@ -36,7 +29,7 @@ static struct tdstat_sync_entry *remember(uint64_t key, struct tdstat_sync_entry
 struct tdstat_sync_entry *tdshim_sync_lookup(uint64_t key)
 {
 	struct tdstat_sync *sync = &tdshim_own_region.sync;
-	uint64_t index = hash_of(key);
+	uint64_t index = tdstat_sync_hash(key);
 
 	/* An object at an address not 8-aligned shares the key of its
 	 * neighbour: glibc's objects are aligned, a packed one costs

@@ -38,7 +38,7 @@ extern __thread struct tdshim_sync_last tdshim_sync_last TDSHIM_TLS;
 struct tdstat_sync_entry *tdshim_sync_lookup(uint64_t key);
 static inline uint64_t tdshim_sync_key(const void *object, enum tdstat_sync_type type)
 {
-	return ((uint64_t)(uintptr_t)object & ~TDSTAT_SYNC_TYPE_MASK) | (uint64_t)type;
+	return tdstat_sync_key((uint64_t)(uintptr_t)object, type);
 }
 
 static inline struct tdstat_sync_entry *tdshim_sync_entry(const void *object, enum tdstat_sync_type type)

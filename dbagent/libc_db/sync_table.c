@@ -129,21 +129,12 @@ td_err_e tddb_sync_walk(const struct td_thragent *agent, const struct tddb_sync_
 	return err;
 }
 
-/* The shim's hash (runtime/sync_track.c): a reader must probe where the
- * writer claimed. */
-static uint64_t hash_of(uint64_t key)
-{
-	key ^= key >> 33;
-	key *= UINT64_C(0xff51afd7ed558ccd);
-	key ^= key >> 33;
-	return key;
-}
 
 static td_err_e find_typed(const struct td_thragent *agent, const struct tddb_sync_block *block, uint64_t key,
 			   struct tddb_sync_entry *entry)
 {
 	unsigned char a[TDDB_SYNC_ENTRY_MAX], b[TDDB_SYNC_ENTRY_MAX];
-	uint64_t index = hash_of(key);
+	uint64_t index = tdstat_sync_hash(key);
 
 	for (uint32_t probe = 0; probe < block->probes; probe++) {
 		uint64_t address = block->entries + ((index + probe) & (block->capacity - 1)) * (uint64_t)block->entry_size;
@@ -173,7 +164,7 @@ td_err_e tddb_sync_find(const struct td_thragent *agent, const struct tddb_sync_
 	if (object == 0 || (object & TDSTAT_SYNC_TYPE_MASK) != 0)
 		return TD_NOSV;
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		td_err_e err = find_typed(agent, block, object | order[i], entry);
+		td_err_e err = find_typed(agent, block, tdstat_sync_key(object, order[i]), entry);
 
 		if (err != TD_NOSV)
 			return err;

@@ -445,6 +445,21 @@ struct tdstat_sync_header {
 	uint64_t reserved2[6];
 };
 
+/* Where an object's probe starts: (hash & (capacity - 1)), then the next
+ * entries (writer and readers must agree). */
+static inline uint64_t tdstat_sync_hash(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= UINT64_C(0xff51afd7ed558ccd);
+	key ^= key >> 33;
+	return key;
+}
+
+static inline uint64_t tdstat_sync_key(uint64_t object, enum tdstat_sync_type type)
+{
+	return (object & ~TDSTAT_SYNC_TYPE_MASK) | (uint64_t)type;
+}
+
 struct tdstat_sync {
 	struct tdstat_sync_header header;
 	struct tdstat_sync_entry entries[TDSTAT_SYNC_CAPACITY];
