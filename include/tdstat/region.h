@@ -313,7 +313,7 @@ struct tdstat_region_header {
 };
 
 /*
- * Per-object tracking of synchronization objects (ABI 2.2, SPEC §9,
+ * Per-object tracking of synchronization objects (ABI 2.2,
  * docs/CONTRACT.md §9): Solaris' td_ta_sync_tracking_enable and
  * td_sync_get_stats.  Off by default; then nothing but the gates below is
  * ever read and no path costs anything: the gates are the very words the
