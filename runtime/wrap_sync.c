@@ -153,7 +153,7 @@ TDSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *lock)
 	return wrlock_wait(lock, TDSHIM_CALL_SITE());
 }
 
-TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struct timespec *abstime)
+static inline __attribute__((always_inline)) int pthread_rwlock_timedrdlock_untracked(pthread_rwlock_t *lock, const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_timedrdlock);
 	if (!tdshim_rwlock_abstime_valid(CLOCK_REALTIME, abstime))
@@ -165,7 +165,7 @@ TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struc
 	return tdshim_real_pthread_rwlock_timedrdlock(lock, abstime);
 }
 
-TDSHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *lock, const struct timespec *abstime)
+static inline __attribute__((always_inline)) int pthread_rwlock_timedwrlock_untracked(pthread_rwlock_t *lock, const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_timedwrlock);
 	if (!tdshim_rwlock_abstime_valid(CLOCK_REALTIME, abstime))
@@ -177,8 +177,9 @@ TDSHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *lock, const struc
 	return tdshim_real_pthread_rwlock_timedwrlock(lock, abstime);
 }
 
-TDSHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *lock, clockid_t clock,
-					     const struct timespec *abstime)
+static inline __attribute__((always_inline)) int pthread_rwlock_clockrdlock_untracked(pthread_rwlock_t *lock,
+											clockid_t clock,
+											const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_clockrdlock);
 	if (!tdshim_rwlock_abstime_valid(clock, abstime))
@@ -190,8 +191,9 @@ TDSHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *lock, clockid_t c
 	return tdshim_real_pthread_rwlock_clockrdlock(lock, clock, abstime);
 }
 
-TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t clock,
-					     const struct timespec *abstime)
+static inline __attribute__((always_inline)) int pthread_rwlock_clockwrlock_untracked(pthread_rwlock_t *lock,
+											clockid_t clock,
+											const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_clockwrlock);
 	if (!tdshim_rwlock_abstime_valid(clock, abstime))
@@ -201,6 +203,84 @@ TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t c
 		return error;
 	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_rwlock_clockwrlock), lock);
 	return tdshim_real_pthread_rwlock_clockwrlock(lock, clock, abstime);
+}
+
+/*
+ * Timed and clock read and write locks, tracked: counted when taken; the
+ * whole call's time counts as a sleep when it took longer than a try
+ * (TDSTAT_STALL_NS): the lock was contended.
+ */
+static uint64_t timed_sleep_ns(uint64_t start)
+{
+	uint64_t took = tdshim_now_ns() - start;
+
+	return took > TDSTAT_STALL_NS ? took : 0;
+}
+
+__attribute__((noinline, cold)) static int timed_rdlock_counted(struct tdstat_sync_entry *entry, uint64_t start,
+								int error)
+{
+	if (entry && error == 0) {
+		uint64_t slept = timed_sleep_ns(start);
+
+		tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock, 1);
+		if (slept) {
+			tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock_sleep, 1);
+			tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock_sleep_time, slept);
+		}
+	}
+	return error;
+}
+
+__attribute__((noinline, cold)) static int timed_wrlock_counted(struct tdstat_sync_entry *entry, uint64_t start,
+								int error)
+{
+	if (entry && error == 0)
+		tdshim_sync_locked(entry, TDSHIM_SYNC_rw_wrlock, timed_sleep_ns(start));
+	return error;
+}
+
+static uint64_t tracked_start(const struct tdstat_sync_entry *entry)
+{
+	return entry ? tdshim_now_ns() : 0;
+}
+
+TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock)))
+		return pthread_rwlock_timedrdlock_untracked(lock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK);
+	uint64_t start = tracked_start(entry);
+	return timed_rdlock_counted(entry, start, pthread_rwlock_timedrdlock_untracked(lock, abstime));
+}
+
+TDSHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *lock, const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock)))
+		return pthread_rwlock_timedwrlock_untracked(lock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK);
+	uint64_t start = tracked_start(entry);
+	return timed_wrlock_counted(entry, start, pthread_rwlock_timedwrlock_untracked(lock, abstime));
+}
+
+TDSHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *lock, clockid_t clock,
+					     const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock)))
+		return pthread_rwlock_clockrdlock_untracked(lock, clock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK);
+	uint64_t start = tracked_start(entry);
+	return timed_rdlock_counted(entry, start, pthread_rwlock_clockrdlock_untracked(lock, clock, abstime));
+}
+
+TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t clock,
+					     const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock)))
+		return pthread_rwlock_clockwrlock_untracked(lock, clock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK);
+	uint64_t start = tracked_start(entry);
+	return timed_wrlock_counted(entry, start, pthread_rwlock_clockwrlock_untracked(lock, clock, abstime));
 }
 
 /*
@@ -632,7 +712,8 @@ TDSHIM_EXPORT int sem_wait(sem_t *semaphore)
 	return sem_wait_slow(semaphore, TDSHIM_CALL_SITE());
 }
 
-TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime)
+static inline __attribute__((always_inline)) int sem_timedwait_untracked(sem_t *semaphore,
+									 const struct timespec *abstime)
 {
 	int result;
 
@@ -650,7 +731,8 @@ TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime
 	return result;
 }
 
-TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct timespec *abstime)
+static inline __attribute__((always_inline)) int sem_clockwait_untracked(sem_t *semaphore, clockid_t clock,
+									 const struct timespec *abstime)
 {
 	int result;
 
@@ -666,6 +748,34 @@ TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct 
 		tdshim_scope_.timed_out = true;
 	}
 	return result;
+}
+
+/* Timed waits tracked: as sem_wait's, the whole call's time a sleep when
+ * it took longer than a try. */
+__attribute__((noinline, cold)) static int timed_sem_counted(struct tdstat_sync_entry *entry, sem_t *semaphore,
+							     uint64_t start, int result)
+{
+	if (entry && result == 0)
+		sem_taken(entry, semaphore, timed_sleep_ns(start));
+	return result;
+}
+
+TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_sem_wait)))
+		return sem_timedwait_untracked(semaphore, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(semaphore, TDSTAT_SYNC_SEMA);
+	uint64_t start = tracked_start(entry);
+	return timed_sem_counted(entry, semaphore, start, sem_timedwait_untracked(semaphore, abstime));
+}
+
+TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_sem_wait)))
+		return sem_clockwait_untracked(semaphore, clock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(semaphore, TDSTAT_SYNC_SEMA);
+	uint64_t start = tracked_start(entry);
+	return timed_sem_counted(entry, semaphore, start, sem_clockwait_untracked(semaphore, clock, abstime));
 }
 
 /*

@@ -10,7 +10,9 @@ import csv
 import io
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -67,9 +69,9 @@ class SyncStatistics(unittest.TestCase):
         self.assertEqual(mutex["mutex_lock"], 2 * N * rounds)
         self.assertLessEqual(mutex["mutex_sleep"], mutex["mutex_lock"])
         rwlock = rows["table_lock"]
-        self.assertEqual((rwlock["type"], rwlock["rw_rdlock"], rwlock["rw_wrlock"]), ("rwlock", 3 * rounds, 2 * rounds))
+        self.assertEqual((rwlock["type"], rwlock["rw_rdlock"], rwlock["rw_wrlock"]), ("rwlock", 4 * rounds, 3 * rounds))
         sema = rows["slots"]
-        self.assertEqual((sema["type"], sema["sema_wait"], sema["sema_post"]), ("sema", 5 * rounds, 5 * rounds))
+        self.assertEqual((sema["type"], sema["sema_wait"], sema["sema_post"]), ("sema", 6 * rounds, 6 * rounds))
         self.assertEqual((sema["sema_max_count"], sema["sema_min_count"]), (2, 1))  # its value is 1 between rounds
         cond = rows["ready_cond"]
         self.assertEqual((cond["type"], cond["cond_signal"], cond["cond_broadcast"]), ("cond", 4 * rounds, rounds))
@@ -155,6 +157,17 @@ class SyncStatistics(unittest.TestCase):
             counted = objects(target)["counted_lock"]["mutex_lock"]
             self.assertGreaterEqual(counted, last)
             self.assertLess(counted, made)
+
+    @unittest.skipUnless(shutil.which("gcore"), "gcore (gdb) is not installed")
+    def test_core(self):
+        """tdstat core -s: the same exact counts from a gcore core."""
+        with Target(tracking=True) as target, tempfile.TemporaryDirectory() as directory:
+            self.assertEqual(target.ask("round %d" % N), "done")
+            prefix = os.path.join(directory, "core")
+            subprocess.run(["gcore", "-o", prefix, target.pid], check=True, capture_output=True, timeout=120)
+            core = "%s.%s" % (prefix, target.pid)
+            rows = [json.loads(line) for line in tdstat("core", "-s", "--json", core).stdout.splitlines()]
+            self.check_round({row["object"]: row for row in rows}, 1)
 
     def test_usage(self):
         self.assertEqual(tdstat("sync", "on", "1", check=False).returncode, 2)

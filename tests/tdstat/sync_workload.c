@@ -4,7 +4,9 @@
  * each is acknowledged with a line on stdout once done:
  *   round N    two threads lock counted_lock N times each; then the main
  *              thread takes table_lock for reading 3 times and for
- *              writing 2 times, posts and waits slots 5 times, signals
+ *              writing 2 times, then once each with a deadline (timed),
+ *              posts and waits slots 5 times, then once more with a
+ *              timed wait, signals
  *              ready_cond 4 times and broadcasts it once, and waits on
  *              it once with a deadline in the past (a timeout): "done"
  *   load       two threads lock and unlock counted_lock until `stop`,
@@ -53,7 +55,10 @@ static void *loader(void *slot)
 static void round_of(long n)
 {
 	pthread_t a, b;
-	struct timespec past = { 1, 0 };
+	struct timespec past = { 1, 0 }, future;
+
+	clock_gettime(CLOCK_REALTIME, &future);
+	future.tv_sec += 60;
 
 	rounds = n;
 	pthread_create(&a, NULL, locker, NULL);
@@ -68,10 +73,16 @@ static void round_of(long n)
 		pthread_rwlock_wrlock(&table_lock);
 		pthread_rwlock_unlock(&table_lock);
 	}
+	pthread_rwlock_timedrdlock(&table_lock, &future);
+	pthread_rwlock_unlock(&table_lock);
+	pthread_rwlock_timedwrlock(&table_lock, &future);
+	pthread_rwlock_unlock(&table_lock);
 	for (int i = 0; i < 5; i++) {
 		sem_post(&slots);
 		sem_wait(&slots);
 	}
+	sem_post(&slots);
+	sem_timedwait(&slots, &future);
 	for (int i = 0; i < 4; i++)
 		pthread_cond_signal(&ready_cond);
 	pthread_cond_broadcast(&ready_cond);
