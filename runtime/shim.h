@@ -113,7 +113,9 @@ extern bool tdshim_standing_down;
 #define TDSHIM_MUTEX_KIND_NEVER_INLINE (-1)
 /* The shim's half of the mutex gate (region.h's struct tdstat_sync): the
  * inline path compares the whole gate, which a controller's tracking
- * half turns off (runtime/sync_track.h). */
+ * half turns off (runtime/sync_track.h).  NEVER_INLINE stored there makes
+ * the gate read 65535, a kind no mutex has (not even a destroyed one,
+ * whose kind glibc sets to -1). */
 #define tdshim_inline_mutex_kind (tdshim_own_region.sync.header.gate_mutex.half.shim)
 /* Lock elision on: default mutexes are not taken inline. */
 void tdshim_probe_mutex_elision(void);

@@ -90,10 +90,12 @@ static bool is_default_mutex(const pthread_mutex_t *mutex)
 	return CMM_LOAD_SHARED(mutex->__data.__kind) == CMM_LOAD_SHARED(TDSHIM_SYNC.gate_mutex.word);
 }
 
-/* The inline kind, whatever the tracking half says (tracked paths). */
+/* The inline kind, whatever the tracking half says (tracked paths): the
+ * shim's half as the whole gate holds it (NEVER_INLINE reads 65535, a
+ * kind no mutex has, not -1, the kind of a destroyed mutex). */
 static bool is_inline_kind(const pthread_mutex_t *mutex)
 {
-	return CMM_LOAD_SHARED(mutex->__data.__kind) == CMM_LOAD_SHARED(tdshim_inline_mutex_kind);
+	return CMM_LOAD_SHARED(mutex->__data.__kind) == (int)(uint16_t)CMM_LOAD_SHARED(tdshim_inline_mutex_kind);
 }
 
 /* glibc's mark of a robust mutex whose owner died without making it
