@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.request
 
 try:
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -168,6 +169,26 @@ class SyncStatistics(unittest.TestCase):
             core = "%s.%s" % (prefix, target.pid)
             rows = [json.loads(line) for line in tdstat("core", "-s", "--json", core).stdout.splitlines()]
             self.check_round({row["object"]: row for row in rows}, 1)
+
+    @unittest.skipUnless(text_string_to_metric_families, "python3-prometheus-client is not installed")
+    def test_serve(self):
+        """tdstat serve: the tdstat_sync_* families of a process with tracking on, exact."""
+        with Target(tracking=True) as target:
+            self.assertEqual(target.ask("round %d" % N), "done")
+            server = subprocess.Popen([TDSTAT, "serve", "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
+            try:
+                url = server.stderr.readline().split("serving ", 1)[1].strip()
+                request = urllib.request.Request(url, headers={"Accept": "application/openmetrics-text"})
+                exposition = urllib.request.urlopen(request, timeout=30).read().decode()
+            finally:
+                server.terminate()
+                server.wait()
+                server.stderr.close()
+            families = {f.name: f for f in text_string_to_metric_families(exposition)}
+            mine = [s for s in families["tdstat_sync_mutex_lock"].samples if s.labels["pid"] == target.pid]
+            self.assertEqual({s.labels["object"]: s.value for s in mine}, {"counted_lock": 2 * N, "ready_lock": 1})
+            waits = [s for s in families["tdstat_sync_sema_wait"].samples if s.labels["pid"] == target.pid]
+            self.assertEqual([s.value for s in waits], [6])
 
     def test_usage(self):
         self.assertEqual(tdstat("sync", "on", "1", check=False).returncode, 2)
