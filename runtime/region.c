@@ -20,6 +20,7 @@
 #include <tdstat/clock.h>
 
 #include "shim.h"
+#include "counter_clock.h"
 #include "sync_track.h"
 
 /* In .bss: the 4 MiB of records and 8 MiB of details cost nothing until
@@ -65,46 +66,6 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 struct tdstat_detail *tdshim_detail_of(const struct tdstat_record *record)
 {
 	return &tdstat_region.details[record - tdstat_region.records];
-}
-
-/*
- * Step 1 of region.h's latch: announce the change at T, and make sure the
- * store was visible soon enough after T.  A reader that saw no
- * announcement took its own clock at least TDSTAT_STALL_NS before it read
- * pending_ns (docs/READER.md), so with the store landing within
- * TDSTAT_STALL_NS of T, T is no earlier than that reader's clock: the
- * interval it extended in the old state really was in the old state.
- * When more time passed (the writer was preempted, stopped or
- * interrupted), T moves on.
- *
- * The exchange is the store and a full barrier in one (liburcu's
- * uatomic_xchg implies one on each side; on x86 a locked instruction, 2 ns
- * here where mfence takes 16): the store is visible before the clock is
- * read again (the vDSO orders its counter read after earlier
- * instructions: rdtsc_ordered).
- */
-#define ANNOUNCE_TRIES_MAX 8
-
-static uint64_t announce_change(struct tdstat_record *record, uint64_t since)
-{
-	uint64_t moment = tdshim_now_ns(), stall = CMM_LOAD_SHARED(tdstat_region.header.stall_ns);
-
-	/* Bounded, so a writer never waits on its own clock: a clock slower
-	 * than the stall bound measured at start (it changed clock source)
-	 * loses only the guarantee, never the thread. */
-	for (int tries = 1;; tries++) {
-		/* After the published state's start, so readers see the
-		 * announcement (pending_ns > since_ns) even when this CPU's
-		 * clock is a little behind the one that dated that start (a
-		 * waker's stamp, or this thread before it moved). */
-		if (moment <= since)
-			moment = since + 1;
-		uatomic_xchg(&record->pending_ns, moment);
-		uint64_t again = tdshim_now_ns();
-		if (again <= moment || again - moment <= stall || tries == ANNOUNCE_TRIES_MAX)
-			return moment;
-		moment = again;
-	}
 }
 
 /* The stall bound of step 1: at least the default, and four times what
@@ -186,7 +147,7 @@ void tdshim_record_change(struct tdstat_record *record, const struct tdshim_chan
 	uint64_t window_end = CMM_LOAD_SHARED(control->window_end_ns);
 	bool clocked = window_end == TDSTAT_WINDOW_OPEN ||
 		       (window_start < window_end && old->since_ns < window_end);
-	uint64_t now = clocked ? announce_change(record, old->since_ns) : 0;
+	uint64_t now = clocked ? tdshim_announce(record, old->since_ns) : 0;
 
 	*next = *old;
 	*next_detail = detail->copy[seq & 1];
@@ -303,6 +264,7 @@ static void fill_header(void)
 
 	tdstat_region_header_describe(header, TDSTAT_RECORD_CAPACITY);
 	header->stall_ns = measure_stall_bound();
+	tdshim_announce_init(header->stall_ns);
 	header->status.capacity = capacity_from_environment();
 	header->status.pid = getpid();
 	header->status.start_ns = tdshim_now_ns();

@@ -54,6 +54,17 @@ struct tdshim_thread {
 	int *errno_location;          /* cached __errno_location() */
 	bool overflow;                /* counted in status.overflow_live */
 	bool exited;                  /* tracking ended: never adopt again */
+	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
+	 * is in use; a renewal writes the other one whole, then moves
+	 * `anchor`.  `check` (the xor of the other three) tells a whole one
+	 * from one a renewal inside a signal handler wrote over halfway. */
+	unsigned int anchor;
+	struct tdshim_anchor {
+		uint64_t counter; /* a time stamp counter reading ... */
+		uint64_t ns;      /* ... CLOCK_MONOTONIC then ... */
+		uint64_t scale;   /* ... and ns per cycle, 32.32 fixed point */
+		uint64_t check;
+	} anchors[2];
 };
 extern __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
 
@@ -127,6 +138,15 @@ static inline void tdshim_ensure_init(void)
 
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall). */
 uint64_t tdshim_now_ns(void);
+
+/* Step 1 of region.h's latch, tdshim_announce(), and tdshim_stamp_ns(),
+ * CLOCK_MONOTONIC for stamps from the time stamp counter where that is
+ * cheaper (within microseconds of the clock; the readers' margin is a
+ * millisecond), never for durations the program sees, are inline in
+ * runtime/counter_clock.h.  _init picks the way once the stall bound is
+ * known (runtime/announce.c). */
+void tdshim_announce_init(uint64_t stall_ns);
+bool tdshim_announce_uses_rseq(void);
 
 /*
  * A change of a record (region.h's latch).  Only the owner changes its

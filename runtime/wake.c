@@ -23,6 +23,7 @@
  * inside its wait (it checks).
  */
 #include "shim.h"
+#include "counter_clock.h"
 
 #define WAKE_SLOTS 4096u
 #define TAG_BITS 8u
@@ -43,7 +44,7 @@ static uint64_t mix(const void *object)
 void tdshim_wake_stamp(const void *object)
 {
 	uint64_t hash = mix(object);
-	uint64_t now = tdshim_now_ns();
+	uint64_t now = tdshim_stamp_ns();
 
 	CMM_STORE_SHARED(wake_slots[hash % WAKE_SLOTS],
 			 (now >> TIME_SHIFT) << TAG_BITS | (hash >> 56));

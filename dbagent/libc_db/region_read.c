@@ -393,10 +393,25 @@ static td_err_e record_reread(const struct td_thragent *agent, uint32_t index, u
  * window itself ends at a clock taken after the reads, which every
  * commit the reads saw precedes: no closed interval lies past it.
  */
-/* CLOCK_MONOTONIC as two CPUs of a virtual machine read it may differ by
- * microseconds (the 10-minute torture run saw one 13 us decrease with a
- * 2 us margin): the reader's margin covers that too. */
-#define CLOCK_SKEW_MARGIN_NS UINT64_C(20000)
+/*
+ * Beyond the writer's stall bound, the margin covers two things no
+ * writer can check:
+ * - the clocks of two CPUs of a virtual machine, which may differ by
+ *   microseconds;
+ * - an interrupt that holds a writer up between its last counter read and
+ *   its store (runtime/announce.c): its restartable sequence is restarted
+ *   by a preemption, a migration or a signal, not by an interrupt that
+ *   returns to it, and an interrupt runs its softirqs on the way out
+ *   (the kernel bounds that at about 2 ms, then hands them to a thread,
+ *   which preempts the writer).  With 20 us, 10 minutes of torture under
+ *   24-30 CPU hogs still saw decreases of 5-10 us (a store about 30 us
+ *   late); 1 ms is 30 times that.  Readers report open intervals that
+ *   much later, which no figure notices (a wait's last 10 ms are held
+ *   back anyway).
+ * An interrupt, or a host descheduling the vCPU, at that very instruction
+ * for longer still escapes it (docs/READER.md).
+ */
+#define CLOCK_SKEW_MARGIN_NS UINT64_C(1000000)
 
 /* The reads begin after the clock is read, so a clock value that margin
  * earlier is "taken at least the margin before the reads": the same
@@ -432,8 +447,14 @@ static uint64_t reader_clock_for(const struct tddb_geometry *geometry, const str
 		return now;
 	if (end + lag > tddb_monotonic_ns())
 		return now;
-	while (tddb_monotonic_ns() < end + lag + reader_margin(geometry))
-		;
+	/* Sleep most of it: the margin is milliseconds. */
+	for (uint64_t at = tddb_monotonic_ns(); at < end + lag + reader_margin(geometry); at = tddb_monotonic_ns()) {
+		uint64_t left = end + lag + reader_margin(geometry) - at;
+		struct timespec pause = { 0, (long)(left > 20000 ? left - 10000 : 0) };
+
+		if (pause.tv_nsec)
+			nanosleep(&pause, NULL);
+	}
 	return end + lag;
 }
 
@@ -809,4 +830,36 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 	}
 	(void)idle_total;
 	return TD_OK;
+}
+
+/*
+ * One record as it stands now (a thread handle's, thread_handles.c): its
+ * state, tid, kind, object and site, without the integrals.  The header is
+ * read first, so the region is still the one td_ta_new validated and the
+ * index one the shim has handed out.
+ */
+td_err_e tddb_thread_read(const struct td_thragent *agent, uint32_t index, struct tddb_thread *thread)
+{
+	const struct tddb_geometry *geometry = &agent->geometry;
+	struct tddb_header_view view;
+	struct record_ends none = { 0 };
+	unsigned char *first, *second, *detail;
+	td_err_e err;
+
+	err = tddb_read_header(agent, &view);
+	if (err != TD_OK)
+		return err;
+	if (index >= tddb_min_u64(view.status.high_water, geometry->record_capacity))
+		return TD_NOTHR;
+	first = malloc(2 * (size_t)geometry->record_size + geometry->detail_size);
+	if (!first)
+		return TD_MALLOC;
+	second = first + geometry->record_size;
+	detail = second + geometry->record_size;
+	err = record_reread(agent, index, first, second, detail, tddb_monotonic_ns() + RETRY_BUDGET_NS);
+	if (err == TD_OK)
+		err = thread_decode(geometry, &(struct record_bytes){ first, detail }, &none, thread);
+	free(first);
+	thread->index = index;
+	return err;
 }

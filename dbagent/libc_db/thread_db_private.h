@@ -21,6 +21,7 @@
 #include <tdstat/clock.h>
 #include <tdstat/region.h>
 #include <tdstat/thread_db_stats.h>
+#include <tdstat/thread_db_sync.h>
 
 /* The library is built with hidden visibility; only these leave it (and
  * the version script says so a second time). */
@@ -215,6 +216,60 @@ td_err_e tddb_snapshot(const struct td_thragent *agent, bool detail, struct tddb
  * calls cannot be taken back.) */
 td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
 			     void *context, struct tddb_snapshot *snapshot);
+
+/* One record as it stands now, for a thread handle (region_read.c):
+ * TD_NOTHR for an index the shim never handed out. */
+td_err_e tddb_thread_read(const struct td_thragent *agent, uint32_t index, struct tddb_thread *thread);
+
+/*
+ * Threads and synchronization objects (sync_objects.c, docs/CONTRACT.md
+ * §9).  A thread handle's th_unique is the address of its record in the
+ * target; a sync handle's sh_unique the object's address.
+ */
+struct tddb_thread_now {
+	uint32_t index;          /* the record's */
+	uint32_t state;          /* RUNNABLE or BLOCKED (FREE records are left out) */
+	int32_t tid;
+	uint32_t kind;           /* BLOCKED: the wait's kind; else TDSTAT_WAIT_KIND_COUNT */
+	uint64_t object;         /* BLOCKED: what it waits on; else 0 */
+	uint64_t site;           /* BLOCKED: the call site; else 0 */
+};
+/* Every tracked thread now, from one walk; *threads is the caller's to
+ * free (NULL when there are none). */
+td_err_e tddb_threads_now(const struct td_thragent *agent, struct tddb_thread_now **threads, uint32_t *count);
+
+/* A thread handle of the agent for a record, and back: TD_BADTH for a
+ * NULL handle or one that names no record of the agent (its agent
+ * entered: the caller leaves it). */
+psaddr_t tddb_thread_unique(const struct td_thragent *agent, uint32_t index);
+td_err_e tddb_thread_handle_enter(const td_thrhandle_t *th, struct td_thragent **agent, uint32_t *index);
+/* A sync handle's agent, entered: TD_BADSH for NULL or address 0, TD_BADTA
+ * for its agent. */
+td_err_e tddb_sync_handle_enter(const td_synchandle_t *sh, struct td_thragent **agent);
+
+/* The td_sync_type_e a wait kind waits on; TD_SYNC_UNKNOWN for the other
+ * kinds (their object is no synchronization object). */
+uint32_t tddb_sync_type_of_kind(uint32_t kind);
+/* What a BLOCKED thread waits on, as a sync object: its type, or
+ * TD_SYNC_UNKNOWN. */
+uint32_t tddb_thread_sync_type(const struct tddb_thread_now *thread);
+
+/* One object libc_db knows of (td_ta_sync_iter's set). */
+struct tddb_sync_object {
+	uint64_t address;
+	uint32_t type;           /* td_sync_type_e */
+	uint32_t waiters;        /* tracked threads blocked on it now */
+};
+/* The objects libc_db knows of, each once, by address: the ones a
+ * tracked thread in `threads` is blocked on.  *objects is the caller's to
+ * free. */
+td_err_e tddb_sync_objects(const struct td_thragent *agent, const struct tddb_thread_now *threads, uint32_t count,
+			   struct tddb_sync_object **objects, uint32_t *nobjects);
+/* td_sync_get_info's answer for an object of a known type, from its own
+ * memory and the tracked threads (their handles for the owner, their
+ * waits for the waiters). */
+td_err_e tddb_sync_info(const struct td_thragent *agent, uint64_t address, uint32_t type,
+			const struct tddb_thread_now *threads, uint32_t count, td_syncinfo_t *info);
 
 enum tddb_control_change {
 	TDDB_CONTROL_ENABLE,

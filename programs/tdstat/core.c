@@ -91,9 +91,12 @@ static void describe(const struct tdstat_core_options *options, const struct tdc
  * They are computed for pid 0, which names no /proc entry: what the
  * command would look up there (thread names, descriptors) belongs to
  * whatever process has the core's PID now, not to the core. */
-static void print(const struct tdstat_core_options *options, const struct tdcore_process *process,
-		  const struct tdstat_reading *reading, const struct tdstat_interval *interval)
+static void print(const struct tdstat_core_options *options, const td_thragent_t *agent,
+		  const struct tdcore_process *process, const struct tdstat_reading *reading,
+		  const struct tdstat_interval *interval)
 {
+	struct tdstat_waitfor graph = { 0 };
+	bool have_graph = false;
 	struct tdstat_symbolizer *symbolizer = NULL;
 	struct tdstat_thread_row *threads = NULL;
 	struct tdstat_object_row *objects = NULL;
@@ -112,6 +115,14 @@ static void print(const struct tdstat_core_options *options, const struct tdcore
 		object_count = tdstat_object_rows(0, symbolizer, NULL, reading, &objects);
 		for (size_t i = 0; i < object_count; i++)
 			objects[i].pid = process->pid;
+		/* Owners and waiters at the dump (no thread names: /proc of
+		 * the core's PID is another process now, if any). */
+		td_err_e err = tdstat_waitfor_read(agent, process->pid, 0, symbolizer, &graph);
+
+		have_graph = err == TD_OK;
+		if (!have_graph)
+			tdstat_error("%s: the owners and waiters could not be read (td_err_e %d)", options->core_path,
+				     (int)err);
 	}
 	tdstat_output_init(&output, options->format, stdout, TDSTAT_OUTPUT_LIVE);
 	output.threads = options->threads;
@@ -125,7 +136,10 @@ static void print(const struct tdstat_core_options *options, const struct tdcore
 		tdstat_output_thread(&output, &threads[i]);
 	for (size_t i = 0; i < object_count; i++)
 		tdstat_output_object(&output, &objects[i]);
+	if (have_graph)
+		tdstat_output_waitfor(&output, &graph);
 	tdstat_output_end(&output);
+	tdstat_waitfor_free(&graph);
 	tdstat_output_close(&output);
 	free(threads);
 	free(objects);
@@ -187,7 +201,7 @@ int tdstat_core(const struct tdstat_core_options *options)
 		tdstat_interval_compute(&interval, process.pid, NULL, &reading.stats);
 		/* NT_PRPSINFO's name, printable ASCII already (ps_core.h). */
 		snprintf(interval.comm, sizeof(interval.comm), "%s", process.command);
-		print(options, &process, &reading, &interval);
+		print(options, agent, &process, &reading, &interval);
 		tdstat_reading_free(&reading);
 		result = TDSTAT_EXIT_OK;
 	}

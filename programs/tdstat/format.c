@@ -80,6 +80,26 @@ void tdstat_output_sync(struct tdstat_output *output, const struct tdstat_sync_r
 		output->format->sync(output, row);
 }
 
+void tdstat_output_sync_stats(struct tdstat_output *output, const struct tdstat_sync_stats_row *row)
+{
+	if (output->format->sync_stats)
+		output->format->sync_stats(output, row);
+}
+
+void tdstat_output_deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles,
+			     size_t count)
+{
+	if (output->format->deadlocks)
+		output->format->deadlocks(output, pid, cycles, count);
+}
+
+void tdstat_output_waitfor(struct tdstat_output *output, const struct tdstat_waitfor *graph)
+{
+	for (size_t i = 0; i < graph->count; i++)
+		tdstat_output_sync(output, &graph->rows[i]);
+	tdstat_output_deadlocks(output, graph->pid, graph->deadlocks, graph->deadlock_count);
+}
+
 void tdstat_output_end(struct tdstat_output *output)
 {
 	if (output->format->end)

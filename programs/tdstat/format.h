@@ -12,7 +12,10 @@
  *     tdstat_output_process              a process line (any number)
  *     tdstat_output_thread               -t: a thread row of the line before
  *     tdstat_output_object               -w: an object row of the line before
- *     tdstat_output_sync                 -s: a tracked object's row (no line)
+ *     tdstat_output_sync                 -w: an object waited on now, owner, waiters
+ *     tdstat_output_deadlocks            -w: the cycles of the wait-for graph (once,
+ *                                        after the sync rows, also when there are none)
+ *     tdstat_output_sync_stats           -s: a tracked object's row (no line)
  *   tdstat_output_end                    the moment is complete
  *   tdstat_output_summary                run: the whole run, at its end
  *
@@ -50,7 +53,9 @@ enum tdstat_output_mode {
 
 struct tdstat_thread_row; /* -t */
 struct tdstat_object_row; /* -w */
-struct tdstat_sync_row;   /* -s */
+struct tdstat_sync_row;   /* -w, the wait-for graph */
+struct tdstat_deadlock;
+struct tdstat_sync_stats_row; /* -s */
 struct tdstat_output;
 
 struct tdstat_format {
@@ -62,6 +67,9 @@ struct tdstat_format {
 	void (*thread)(struct tdstat_output *output, const struct tdstat_thread_row *row);
 	void (*object)(struct tdstat_output *output, const struct tdstat_object_row *row);
 	void (*sync)(struct tdstat_output *output, const struct tdstat_sync_row *row);
+	void (*sync_stats)(struct tdstat_output *output, const struct tdstat_sync_stats_row *row);
+	void (*deadlocks)(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles,
+			  size_t count);
 	void (*end)(struct tdstat_output *output);
 	void (*summary)(struct tdstat_output *output, const struct tdstat_interval *line);
 	/* Releases what the format kept in output->state. */
@@ -97,6 +105,11 @@ void tdstat_output_process(struct tdstat_output *output, const struct tdstat_int
 void tdstat_output_thread(struct tdstat_output *output, const struct tdstat_thread_row *row);
 void tdstat_output_object(struct tdstat_output *output, const struct tdstat_object_row *row);
 void tdstat_output_sync(struct tdstat_output *output, const struct tdstat_sync_row *row);
+void tdstat_output_sync_stats(struct tdstat_output *output, const struct tdstat_sync_stats_row *row);
+void tdstat_output_deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles,
+			     size_t count);
+/* The graph's rows, then its deadlocks. */
+void tdstat_output_waitfor(struct tdstat_output *output, const struct tdstat_waitfor *graph);
 void tdstat_output_end(struct tdstat_output *output);
 void tdstat_output_summary(struct tdstat_output *output, const struct tdstat_interval *line);
 void tdstat_output_close(struct tdstat_output *output);

@@ -11,8 +11,11 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <tdstat/thread_db_sync.h>
+
 /* With -t or -w, rows of three kinds share one heading: a first column
- * `record` says which (process, thread, object), each row fills its own
+ * `record` says which (process, thread, object; and with -w the
+ * wait-for graph's sync and deadlock), each row fills its own
  * columns, and the thread and object columns follow the process's.  A
  * thread's runnable, idle, idle_KIND, untracked and window_s go in the
  * process's columns of those names. */
@@ -23,7 +26,7 @@ static bool tables(const struct tdstat_output *output)
 
 #define TABLE_COLUMNS(X)                                                                        \
 	X(tid) X(name) X(state) X(wait) X(object) X(object_address) X(site) X(site_address) X(cpu) \
-	X(run_queue) X(kind) X(waiting) X(ended)
+	X(run_queue) X(kind) X(waiting) X(ended) X(owner_tid) X(owner_name) X(waiters) X(deadlock)
 
 /* -s: pid, object, address, type, sleep_ns, then every type's fields
  * (empty for the other types). */
@@ -176,7 +179,7 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 	address(out, waits, row->site);
 	optional(out, row->has_kernel, row->cpu);
 	optional(out, row->has_kernel, row->run_queue);
-	fputs(",,,\r\n", out); /* kind, waiting, ended */
+	fputs(",,,,,,,\r\n", out); /* kind, waiting, ended, owner_tid, owner_name, waiters, deadlock */
 }
 
 static void object(struct tdstat_output *output, const struct tdstat_object_row *row)
@@ -195,11 +198,87 @@ static void object(struct tdstat_output *output, const struct tdstat_object_row 
 	if (!row->ended)
 		csv_string(out, row->site_name);
 	address(out, !row->ended, row->site);
-	fprintf(out, ",,,%s,%.6f,%s\r\n", td_wait_kind_name((unsigned)row->kind), row->waiting,
+	fprintf(out, ",,,%s,%.6f,%s,,,,\r\n", td_wait_kind_name((unsigned)row->kind), row->waiting,
 		row->ended ? "true" : "false");
 }
 
+/* The process's columns, all empty (a row of the wait-for graph has no
+ * interval). */
+static void no_process_columns(FILE *out)
+{
+#define EMPTY(key) fputc(',', out);
+	TDSTAT_LINE_COUNTS(EMPTY)
+	TDSTAT_LINE_FRACTIONS(EMPTY)
+	TDSTAT_LINE_AVERAGES(EMPTY)
+#undef EMPTY
+	fputc(',', out); /* stopped */
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		fputc(',', out);
+	fputc(',', out); /* untracked */
+}
+
+/* -w, the wait-for graph: record `sync`, one row per object waited on
+ * now: state in `state`, the type in `wait` and `kind`, the number of
+ * waiters in `waiting`, the waiters as "TID NAME" joined by "; ". */
 static void sync_row(struct tdstat_output *output, const struct tdstat_sync_row *row)
+{
+	FILE *out = output->out;
+	char state[32], waiters[2048];
+	size_t used = 0;
+
+	if (row->type == TD_SYNC_MUTEX)
+		snprintf(state, sizeof(state), "%s", row->locked ? "locked" : "free");
+	else if (row->type == TD_SYNC_RWLOCK && row->write_locked)
+		snprintf(state, sizeof(state), "write-locked");
+	else if (row->type == TD_SYNC_RWLOCK)
+		snprintf(state, sizeof(state), "readers %d", (int)row->readers);
+	else if (row->type == TD_SYNC_SEMA)
+		snprintf(state, sizeof(state), "count %d", (int)row->count);
+	else
+		state[0] = '\0';
+	waiters[0] = '\0';
+	for (size_t i = 0; i < row->waiter_count && used < sizeof(waiters); i++) {
+		int n = snprintf(waiters + used, sizeof(waiters) - used, "%s%d%s%s", i ? "; " : "",
+				 (int)row->waiters[i].tid, row->waiters[i].name[0] ? " " : "", row->waiters[i].name);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	fprintf(out, "sync,%d", (int)row->pid);
+	no_process_columns(out);
+	fprintf(out, ",,,%s,%s,", state, tdstat_sync_type_name(row->type)); /* tid, name, state, wait */
+	csv_string(out, row->object_name);
+	fprintf(out, ",0x%" PRIx64 ",,,,,%s,%zu,,", row->object, tdstat_sync_type_name(row->type), row->waiter_count);
+	if (row->owner > 0) {
+		fprintf(out, "%d,", (int)row->owner);
+		csv_string(out, row->owner_name);
+	} else {
+		fputc(',', out);
+	}
+	fputc(',', out);
+	csv_string(out, waiters);
+	fprintf(out, ",%s\r\n", row->in_deadlock ? "true" : "false");
+}
+
+/* -w: record `deadlock`, one row per cycle, its text in `deadlock`. */
+static void deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles, size_t count)
+{
+	FILE *out = output->out;
+	char text[4096];
+
+	for (size_t i = 0; i < count; i++) {
+		tdstat_deadlock_text(&cycles[i], text, sizeof(text));
+		fprintf(out, "deadlock,%d", (int)pid);
+		no_process_columns(out);
+#define EMPTY(key) fputc(',', out);
+		TABLE_COLUMNS(EMPTY)
+#undef EMPTY
+		/* The comma before the last column (deadlock) is out: its value. */
+		csv_string(out, text);
+		fputs("\r\n", out);
+	}
+}
+
+/* -s: a tracked object's row under sync_heading's columns. */
+static void sync_stats_row(struct tdstat_output *output, const struct tdstat_sync_stats_row *row)
 {
 	FILE *out = output->out;
 
@@ -223,5 +302,7 @@ const struct tdstat_format tdstat_format_csv_row = {
 	.thread = thread,
 	.object = object,
 	.sync = sync_row,
+	.sync_stats = sync_stats_row,
+	.deadlocks = deadlocks,
 	.summary = process,
 };

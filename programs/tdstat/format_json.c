@@ -9,6 +9,8 @@
 
 #include <inttypes.h>
 
+#include <tdstat/thread_db_sync.h>
+
 /* Names are printable UTF-8 already (tdstat_kernel_comm,
  * tdstat_printable): only the two characters JSON reserves need
  * escaping. */
@@ -113,9 +115,69 @@ static void object(struct tdstat_output *output, const struct tdstat_object_row 
 	fprintf(out, ",\"waiting\":%.6f,\"window_s\":%.6f}\n", row->waiting, row->window_s);
 }
 
+static void json_thread(FILE *out, pid_t tid, const char *name)
+{
+	fprintf(out, "{\"tid\":%d,\"name\":", (int)tid);
+	json_string(out, name);
+	fputc('}', out);
+}
+
+/* -w, the wait-for graph: one object per object waited on now. */
+static void sync_row(struct tdstat_output *output, const struct tdstat_sync_row *row)
+{
+	FILE *out = output->out;
+
+	fprintf(out, "{\"pid\":%d,\"sync\":\"%s\",\"object\":", (int)row->pid, tdstat_sync_type_name(row->type));
+	json_string(out, row->object_name);
+	fprintf(out, ",\"object_address\":\"0x%" PRIx64 "\"", row->object);
+	if (row->type == TD_SYNC_MUTEX)
+		fprintf(out, ",\"locked\":%s", row->locked ? "true" : "false");
+	if (row->type == TD_SYNC_RWLOCK)
+		fprintf(out, ",\"write_locked\":%s,\"readers\":%d", row->write_locked ? "true" : "false",
+			(int)row->readers);
+	if (row->type == TD_SYNC_SEMA)
+		fprintf(out, ",\"count\":%d", (int)row->count);
+	fputs(",\"owner\":", out);
+	if (row->owner > 0)
+		json_thread(out, row->owner, row->owner_name);
+	else
+		fputs("null", out);
+	fputs(",\"waiters\":[", out);
+	for (size_t i = 0; i < row->waiter_count; i++) {
+		if (i)
+			fputc(',', out);
+		json_thread(out, row->waiters[i].tid, row->waiters[i].name);
+	}
+	fprintf(out, "],\"deadlocked\":%s}\n", row->in_deadlock ? "true" : "false");
+}
+
+/* -w: one object per moment with key "deadlocks": every cycle, each a
+ * list of steps (a thread and the object it waits for, held by the next
+ * step's thread); [] when there is none. */
+static void deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles, size_t count)
+{
+	FILE *out = output->out;
+
+	fprintf(out, "{\"pid\":%d,\"deadlocks\":[", (int)pid);
+	for (size_t i = 0; i < count; i++) {
+		fputs(i ? ",[" : "[", out);
+		for (size_t s = 0; s < cycles[i].length; s++) {
+			const struct tdstat_deadlock_step *step = &cycles[i].steps[s];
+
+			fprintf(out, "%s{\"tid\":%d,\"name\":", s ? "," : "", (int)step->tid);
+			json_string(out, step->name);
+			fprintf(out, ",\"waits_for\":{\"sync\":\"%s\",\"object\":", tdstat_sync_type_name(step->type));
+			json_string(out, step->object_name);
+			fprintf(out, ",\"object_address\":\"0x%" PRIx64 "\"}}", step->object);
+		}
+		fputc(']', out);
+	}
+	fputs("]}\n", out);
+}
+
 /* -s: {"pid","object","address","type","sleep_ns", the type's fields by
  * their Solaris names}. */
-static void sync_row(struct tdstat_output *output, const struct tdstat_sync_row *row)
+static void sync_stats_row(struct tdstat_output *output, const struct tdstat_sync_stats_row *row)
 {
 	FILE *out = output->out;
 
@@ -137,5 +199,7 @@ const struct tdstat_format tdstat_format_json_row = {
 	.thread = thread,
 	.object = object,
 	.sync = sync_row,
+	.sync_stats = sync_stats_row,
+	.deadlocks = deadlocks,
 	.summary = process,
 };

@@ -73,9 +73,25 @@ struct moment {
 	size_t thread_count, thread_capacity;
 	struct tdstat_object_row *objects;
 	size_t object_count, object_capacity;
-	/* -s and serve: the tracked objects' statistics. */
-	struct tdstat_sync_row *syncs;
+	/* -w, the wait-for graph: its objects (waiters copied out) and the
+	 * number of cycles per process. */
+	struct sync_sample {
+		pid_t pid;
+		uint32_t type;
+		uint64_t object;
+		char object_name[TDSTAT_NAME_SIZE];
+		pid_t owner;
+		size_t waiters;
+	} *syncs;
 	size_t sync_count, sync_capacity;
+	struct deadlock_sample {
+		pid_t pid;
+		size_t count;
+	} *deadlocks;
+	size_t deadlock_count, deadlock_capacity;
+	/* -s and serve: the tracked objects' statistics. */
+	struct tdstat_sync_stats_row *sync_stats;
+	size_t sync_stats_count, sync_stats_capacity;
 };
 
 /* Appends one element to a growing array; false when out of memory. */
@@ -111,6 +127,8 @@ static void begin(struct tdstat_output *output)
 	moment->thread_count = 0;
 	moment->object_count = 0;
 	moment->sync_count = 0;
+	moment->sync_stats_count = 0;
+	moment->deadlock_count = 0;
 }
 
 static void process(struct tdstat_output *output, const struct tdstat_interval *line)
@@ -154,9 +172,34 @@ static void object(struct tdstat_output *output, const struct tdstat_object_row 
 static void sync_row(struct tdstat_output *output, const struct tdstat_sync_row *row)
 {
 	struct moment *moment = output->state;
+	struct sync_sample sample = {
+		.pid = row->pid, .type = row->type, .object = row->object, .owner = row->owner,
+		.waiters = row->waiter_count,
+	};
 
-	if (moment && !append((void **)&moment->syncs, &moment->sync_count, &moment->sync_capacity, sizeof(*row),
-			      row))
+	memcpy(sample.object_name, row->object_name, sizeof(sample.object_name));
+	if (moment && !append((void **)&moment->syncs, &moment->sync_count, &moment->sync_capacity, sizeof(sample),
+			      &sample))
+		output->failed = true;
+}
+
+static void deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles, size_t count)
+{
+	struct moment *moment = output->state;
+	struct deadlock_sample sample = { .pid = pid, .count = count };
+
+	(void)cycles;
+	if (moment && !append((void **)&moment->deadlocks, &moment->deadlock_count, &moment->deadlock_capacity,
+			      sizeof(sample), &sample))
+		output->failed = true;
+}
+
+static void sync_stats_row(struct tdstat_output *output, const struct tdstat_sync_stats_row *row)
+{
+	struct moment *moment = output->state;
+
+	if (moment && !append((void **)&moment->sync_stats, &moment->sync_stats_count, &moment->sync_stats_capacity,
+			      sizeof(*row), row))
 		output->failed = true;
 }
 
@@ -376,6 +419,26 @@ static void table_samples(struct tdstat_output *output, const struct moment *mom
 		for (size_t i = 0; i < moment->thread_count; i++)
 			thread_samples(output, &thread_families[f], &moment->threads[i]);
 	}
+	if (moment->sync_count) {
+		gauge_metadata(out, "tdstat_sync_waiters",
+			       "Threads blocked on the synchronization object now, with its owner's tid (0: none) (-w).");
+		for (size_t i = 0; i < moment->sync_count; i++) {
+			const struct sync_sample *sample = &moment->syncs[i];
+
+			fprintf(out, "tdstat_sync_waiters{pid=\"%d\",type=\"%s\",object=\"", (int)sample->pid,
+				tdstat_sync_type_name(sample->type));
+			label_value(out, sample->object_name);
+			fprintf(out, "\",object_address=\"0x%" PRIx64 "\",owner_tid=\"%d\"} %zu\n", sample->object,
+				(int)sample->owner, sample->waiters);
+		}
+	}
+	if (moment->deadlock_count) {
+		gauge_metadata(out, "tdstat_deadlocks",
+			       "Cycles in the wait-for graph now: threads waiting for each other's locks (-w).");
+		for (size_t i = 0; i < moment->deadlock_count; i++)
+			fprintf(out, "tdstat_deadlocks{pid=\"%d\"} %zu\n", (int)moment->deadlocks[i].pid,
+				moment->deadlocks[i].count);
+	}
 	if (!moment->object_count)
 		return;
 	gauge_metadata(out, "tdstat_object_waiting",
@@ -422,8 +485,8 @@ static void sync_family(struct tdstat_output *output, const struct moment *momen
 	const char *unit = metric == SYNC_SECONDS ? "_seconds" : "";
 	bool any = false;
 
-	for (size_t i = 0; i < moment->sync_count && !any; i++)
-		any = moment->syncs[i].type == type;
+	for (size_t i = 0; i < moment->sync_stats_count && !any; i++)
+		any = moment->sync_stats[i].type == type;
 	if (!any)
 		return;
 	if (metric == SYNC_GAUGE)
@@ -436,8 +499,8 @@ static void sync_family(struct tdstat_output *output, const struct moment *momen
 		fprintf(out, "# UNIT tdstat_sync_%s%s seconds\n", field, unit);
 	fprintf(out, "# HELP tdstat_sync_%s%s%s Solaris' %s of the object (per-object tracking, tdstat -s).\n", field,
 		unit, metric != SYNC_GAUGE && output->prometheus_text ? "_total" : "", field);
-	for (size_t i = 0; i < moment->sync_count; i++) {
-		const struct tdstat_sync_row *row = &moment->syncs[i];
+	for (size_t i = 0; i < moment->sync_stats_count; i++) {
+		const struct tdstat_sync_stats_row *row = &moment->sync_stats[i];
 		uint64_t value;
 
 		if (row->type != type)
@@ -489,7 +552,7 @@ static void end(struct tdstat_output *output)
 	}
 	if (moment)
 		table_samples(output, moment);
-	if (moment && moment->sync_count)
+	if (moment && moment->sync_stats_count)
 		sync_samples(output, moment);
 	if (!output->prometheus_text)
 		fputs("# EOF\n", out);
@@ -504,6 +567,8 @@ static void close_output(struct tdstat_output *output)
 		free(moment->threads);
 		free(moment->objects);
 		free(moment->syncs);
+		free(moment->sync_stats);
+		free(moment->deadlocks);
 	}
 	free(moment);
 }
@@ -515,6 +580,8 @@ const struct tdstat_format tdstat_format_openmetrics_row = {
 	.thread = thread,
 	.object = object,
 	.sync = sync_row,
+	.sync_stats = sync_stats_row,
+	.deadlocks = deadlocks,
 	.end = end,
 	.summary = process,
 	.close = close_output,

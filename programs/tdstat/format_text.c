@@ -5,8 +5,11 @@
  */
 #include "format.h"
 
+#include <tdstat/thread_db_sync.h>
+
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Below this average a kind, or the untracked figure, is left out of a
@@ -15,7 +18,7 @@
 
 /* With -t or -w each moment is a block: the line under its header, the
  * tables under theirs, a blank line.  What the block printed last. */
-enum printed { PRINTED_NOTHING, PRINTED_LINE, PRINTED_THREAD, PRINTED_OBJECT };
+enum printed { PRINTED_NOTHING, PRINTED_LINE, PRINTED_THREAD, PRINTED_OBJECT, PRINTED_SYNC };
 
 struct text_state {
 	enum printed last;
@@ -210,6 +213,59 @@ static void object(struct tdstat_output *output, const struct tdstat_object_row 
 		caller);
 }
 
+/* -w, the wait-for graph: the columns of tdstat(1), "Owners and waiters". */
+static void sync_row(struct tdstat_output *output, const struct tdstat_sync_row *row)
+{
+	char state[32], owner[TDSTAT_COMM_SIZE + 16], waiters[1024];
+	size_t used = 0;
+
+	table_header(output, PRINTED_SYNC,
+		     "SYNC     OBJECT                                   STATE         OWNER                    WAITERS\n");
+	switch (row->type) {
+	case TD_SYNC_MUTEX:
+		snprintf(state, sizeof(state), "%s", row->locked ? "locked" : "free");
+		break;
+	case TD_SYNC_RWLOCK:
+		if (row->write_locked)
+			snprintf(state, sizeof(state), "write-locked");
+		else
+			snprintf(state, sizeof(state), "readers %d", (int)row->readers);
+		break;
+	case TD_SYNC_SEMA:
+		snprintf(state, sizeof(state), "count %d", (int)row->count);
+		break;
+	default:
+		snprintf(state, sizeof(state), "-");
+	}
+	if (row->owner > 0)
+		tdstat_thread_text(owner, sizeof(owner), row->owner, row->owner_name);
+	else
+		snprintf(owner, sizeof(owner), "-");
+	waiters[0] = '\0';
+	for (size_t i = 0; i < row->waiter_count && used < sizeof(waiters); i++) {
+		if (i)
+			used += (size_t)snprintf(waiters + used, sizeof(waiters) - used, ", ");
+		if (used < sizeof(waiters))
+			tdstat_thread_text(waiters + used, sizeof(waiters) - used, row->waiters[i].tid,
+					   row->waiters[i].name);
+		used += strlen(waiters + used);
+	}
+	fprintf(output->out, "%-8s %-40s %-13s %-24s %s\n", tdstat_sync_type_name(row->type), row->object_name, state,
+		owner, waiters);
+}
+
+/* One line per cycle, starting "deadlock:" (tdstat(1)). */
+static void deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles, size_t count)
+{
+	char text[4096];
+
+	(void)pid;
+	for (size_t i = 0; i < count; i++) {
+		tdstat_deadlock_text(&cycles[i], text, sizeof(text));
+		fprintf(output->out, "deadlock: %s\n", text);
+	}
+}
+
 static void end(struct tdstat_output *output)
 {
 	if (tables(output))
@@ -255,7 +311,7 @@ static void summary(struct tdstat_output *output, const struct tdstat_interval *
 
 /* -s: the object, its type, its sleep time, then its type's fields by
  * their Solaris names (times in ns). */
-static void sync_row(struct tdstat_output *output, const struct tdstat_sync_row *row)
+static void sync_stats_row(struct tdstat_output *output, const struct tdstat_sync_stats_row *row)
 {
 	FILE *out = output->out;
 	const char *separator = "";
@@ -278,6 +334,8 @@ const struct tdstat_format tdstat_format_text_row = {
 	.thread = thread,
 	.object = object,
 	.sync = sync_row,
+	.sync_stats = sync_stats_row,
+	.deadlocks = deadlocks,
 	.end = end,
 	.summary = summary,
 	.close = close_output,

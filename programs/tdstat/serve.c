@@ -168,7 +168,7 @@ struct scrape_context {
 
 static void keep_sync_rows(struct tdstat_output *output, const td_thragent_t *agent, pid_t pid)
 {
-	struct tdstat_sync_row *rows = NULL;
+	struct tdstat_sync_stats_row *rows = NULL;
 	struct tdstat_symbolizer *symbolizer;
 	size_t count = 0;
 
@@ -185,7 +185,7 @@ static void keep_sync_rows(struct tdstat_output *output, const td_thragent_t *ag
 						    : rows[i].type == TD_SYNC_SEMA   ? TDSTAT_WAIT_SEM
 										     : TDSTAT_WAIT_MUTEX,
 				   rows[i].object, rows[i].object_name, sizeof(rows[i].object_name));
-		tdstat_output_sync(output, &rows[i]);
+		tdstat_output_sync_stats(output, &rows[i]);
 	}
 	free(rows);
 	tdstat_symbolizer_close(symbolizer);

@@ -10,22 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *tdstat_sync_type_name(uint32_t type)
-{
-	switch (type) {
-	case TD_SYNC_MUTEX:
-		return "mutex";
-	case TD_SYNC_COND:
-		return "cond";
-	case TD_SYNC_RWLOCK:
-		return "rwlock";
-	case TD_SYNC_SEMA:
-		return "sema";
-	default:
-		return "unknown";
-	}
-}
-
 /* The wait kind an object's name is looked up as (-w's names). */
 static int wait_kind_of(uint32_t type)
 {
@@ -84,7 +68,7 @@ static int collect(const td_synchandle_t *handle, void *context)
 
 static int heaviest_first(const void *a, const void *b)
 {
-	const struct tdstat_sync_row *x = a, *y = b;
+	const struct tdstat_sync_stats_row *x = a, *y = b;
 
 	if (x->sleep_ns != y->sleep_ns)
 		return x->sleep_ns < y->sleep_ns ? 1 : -1;
@@ -92,10 +76,10 @@ static int heaviest_first(const void *a, const void *b)
 }
 
 td_err_e tdstat_sync_rows(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
-			  struct tdstat_sync_row **rows_out, size_t *count_out)
+			  struct tdstat_sync_stats_row **rows_out, size_t *count_out)
 {
 	struct handles list = { 0 };
-	struct tdstat_sync_row *rows = NULL;
+	struct tdstat_sync_stats_row *rows = NULL;
 	size_t count = 0;
 	/* Whether tracking is on: td_sync_get_stats says TD_NOCAPAB while
 	 * off, TD_NOSV for an address the table does not hold (no object
@@ -113,7 +97,7 @@ td_err_e tdstat_sync_rows(const td_thragent_t *agent, pid_t pid, struct tdstat_s
 		err = TD_MALLOC;
 	for (size_t i = 0; err == TD_OK && i < list.count; i++) {
 		td_synchandle_t handle = { (td_thragent_t *)agent, (psaddr_t)(uintptr_t)list.items[i] };
-		struct tdstat_sync_row *row = &rows[count];
+		struct tdstat_sync_stats_row *row = &rows[count];
 		td_err_e got = td_sync_get_stats(&handle, &row->stats);
 
 		/* Objects the table does not hold (a thread blocked on one
@@ -147,7 +131,7 @@ td_err_e tdstat_sync_rows(const td_thragent_t *agent, pid_t pid, struct tdstat_s
 int tdstat_sync_print(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
 		      const struct tdstat_format *format, const char *what)
 {
-	struct tdstat_sync_row *rows = NULL;
+	struct tdstat_sync_stats_row *rows = NULL;
 	struct tdstat_output output;
 	size_t count = 0;
 	td_err_e err = tdstat_sync_rows(agent, pid, symbolizer, &rows, &count);
@@ -167,7 +151,7 @@ int tdstat_sync_print(const td_thragent_t *agent, pid_t pid, struct tdstat_symbo
 	tdstat_output_start(&output);
 	tdstat_output_begin(&output);
 	for (size_t i = 0; i < count; i++)
-		tdstat_output_sync(&output, &rows[i]);
+		tdstat_output_sync_stats(&output, &rows[i]);
 	tdstat_output_end(&output);
 	tdstat_output_close(&output);
 	free(rows);

@@ -11,6 +11,7 @@
  *   threads.c   -t: a row per thread over an interval
  *   objects.c   -w: the objects idle time went to
  *   sync.c      -s: per-object statistics (tracking); sync enable|disable
+ *   waitfor.c   -w: the objects waited on now, owners, waiters, deadlocks
  *   symbolize.c names from the target's symbol tables (elfutils)
  *   control.c   enable, disable, reset
  *   run.c       run CMD under the shim, read it at its exit stop
@@ -157,6 +158,52 @@ struct tdstat_object_row {
 	char seen_names[TDSTAT_SEEN_MAX][TDSTAT_NAME_SIZE];
 };
 
+/* A thread by tid and name (name "" when not known: a core). */
+struct tdstat_sync_thread {
+	pid_t tid;
+	char name[TDSTAT_COMM_SIZE];
+};
+
+/* -w, the wait-for graph (waitfor.c): an object some thread waits on
+ * now, with its state, owner and waiters. */
+struct tdstat_sync_row {
+	pid_t pid;
+	uint32_t type;          /* td_sync_type_e */
+	uint64_t object;
+	char object_name[TDSTAT_NAME_SIZE]; /* as -w names objects */
+	bool locked;            /* a mutex */
+	bool write_locked;      /* an rwlock */
+	int32_t readers;        /* an rwlock's readers */
+	int32_t count;          /* a semaphore's value */
+	pid_t owner;            /* the holder's tid (mutex, write-locked rwlock); 0: none */
+	char owner_name[TDSTAT_COMM_SIZE];
+	bool in_deadlock;       /* on a cycle */
+	size_t waiter_count;
+	struct tdstat_sync_thread *waiters; /* by tid */
+};
+
+/* A cycle: steps[i] waits for steps[i].object, held by steps[i + 1]
+ * (the last by steps[0]); it starts at its lowest tid. */
+struct tdstat_deadlock_step {
+	pid_t tid;
+	char name[TDSTAT_COMM_SIZE];
+	uint32_t type;          /* of the object it waits for */
+	uint64_t object;
+	char object_name[TDSTAT_NAME_SIZE];
+};
+struct tdstat_deadlock {
+	size_t length;
+	struct tdstat_deadlock_step *steps;
+};
+
+struct tdstat_waitfor {
+	pid_t pid;
+	struct tdstat_sync_row *rows;   /* by address */
+	size_t count;
+	struct tdstat_deadlock *deadlocks;
+	size_t deadlock_count;
+};
+
 /*
  * A row of -s (sync.c): one tracked object, its statistics by Solaris'
  * names.  The fields of every type, listed once, in td_*_stats_t's order:
@@ -181,7 +228,7 @@ struct tdstat_object_row {
 	X(SEMA, sema, sema_trywait_fail) X(SEMA, sema, sema_post)             \
 	X(SEMA, sema, sema_max_count) X(SEMA, sema, sema_min_count)
 
-struct tdstat_sync_row {
+struct tdstat_sync_stats_row {
 	pid_t pid;
 	uint32_t type;          /* td_sync_type_e */
 	uint64_t object;
@@ -259,12 +306,24 @@ size_t tdstat_object_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const
 void tdstat_object_name(struct tdstat_symbolizer *symbolizer, pid_t pid, int kind, uint64_t object, char *name,
 			size_t size);
 
+/* waitfor.c: the wait-for graph of agent now (docs/CONTRACT.md §9);
+ * thread names from /proc/names_pid (0: none, a core).  On failure
+ * nothing is left to free. */
+td_err_e tdstat_waitfor_read(const td_thragent_t *agent, pid_t pid, pid_t names_pid,
+			     struct tdstat_symbolizer *symbolizer, struct tdstat_waitfor *graph);
+void tdstat_waitfor_free(struct tdstat_waitfor *graph);
+/* "mutex", "rwlock", "cond", "sem" (td_sync_type_e). */
+const char *tdstat_sync_type_name(uint32_t type);
+/* "1234 (name)", or "1234" without a name. */
+void tdstat_thread_text(char *text, size_t size, pid_t tid, const char *name);
+/* "thread 1 (a) waits for mutex m held by thread 2 (b), which waits for
+ * ... held by thread 1 (a)": a cycle for people. */
+void tdstat_deadlock_text(const struct tdstat_deadlock *cycle, char *text, size_t size);
+
 /* sync.c: the rows of -s, heaviest (by sleep time) first, named;
  * *rows is malloc'd.  TD_NOCAPAB: tracking off or no table. */
 td_err_e tdstat_sync_rows(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
-			  struct tdstat_sync_row **rows, size_t *count);
-/* "mutex", "cond", "rwlock", "sema", or "unknown". */
-const char *tdstat_sync_type_name(uint32_t type);
+			  struct tdstat_sync_stats_row **rows, size_t *count);
 /* Prints the rows of a target (-s), in `format`; the exit status. */
 int tdstat_sync_print(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
 		      const struct tdstat_format *format, const char *what);

@@ -90,9 +90,11 @@ static char plot_comm[TDSTAT_COMM_SIZE];
 /* A line over [from, to] of one window (from NULL: the window so far),
  * then the rows of -t and -w under it, as one moment of the output. */
 static void print_line(const struct tdstat_watch_options *options, struct tdstat_output *output,
-		       struct tdstat_symbolizer *symbolizer, const struct tdstat_reading *from,
-		       const struct tdstat_reading *to)
+		       const struct tdstat_target *target, struct tdstat_symbolizer *symbolizer,
+		       const struct tdstat_reading *from, const struct tdstat_reading *to)
 {
+	struct tdstat_waitfor graph = { 0 };
+	bool have_graph = false;
 	struct tdstat_interval interval;
 	struct tdstat_thread_row *threads;
 	struct tdstat_object_row *objects = NULL;
@@ -109,15 +111,27 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 		interval.untracked = tdstat_untracked(threads, thread_count);
 	if (options->threads)
 		tdstat_thread_rows_name(symbolizer, threads, thread_count);
-	if (options->objects)
+	if (options->objects) {
+		td_err_e err;
+
 		object_count = tdstat_object_rows(options->pid, symbolizer, from, to, &objects);
+		/* The wait-for graph now, after the interval's rows. */
+		err = tdstat_waitfor_read(target->agent, options->pid, options->pid, symbolizer, &graph);
+		have_graph = err == TD_OK;
+		if (!have_graph && !tdstat_target_vanished(target, err))
+			tdstat_error("process %d: the owners and waiters could not be read (td_err_e %d)",
+				     (int)options->pid, (int)err);
+	}
 	tdstat_output_begin(output);
 	tdstat_output_process(output, &interval);
 	for (size_t i = 0; options->threads && i < thread_count; i++)
 		tdstat_output_thread(output, &threads[i]);
 	for (size_t i = 0; i < object_count; i++)
 		tdstat_output_object(output, &objects[i]);
+	if (have_graph)
+		tdstat_output_waitfor(output, &graph);
 	tdstat_output_end(output);
+	tdstat_waitfor_free(&graph);
 	if (plot) {
 		tdstat_plot_add(plot, &interval);
 		if (interval.comm[0])
@@ -149,12 +163,12 @@ static int watch_tick(const struct tdstat_watch_options *options, struct tdstat_
 		if (previous->stats.enabled)
 			say_gathering_off(options->pid);
 	} else if (previous->stats.enabled && tdstat_same_window(&previous->stats, &current.stats)) {
-		print_line(options, output, symbolizer, previous, &current);
+		print_line(options, output, target, symbolizer, previous, &current);
 	} else {
 		/* A new window: a reset, gathering turned on again, or an
 		 * exec (a fresh region, maybe another program). */
 		tdstat_symbolizer_renew(symbolizer);
-		print_line(options, output, symbolizer, NULL, &current);
+		print_line(options, output, target, symbolizer, NULL, &current);
 	}
 	tdstat_reading_free(previous);
 	*previous = current;
@@ -181,7 +195,7 @@ static int watch_target(const struct tdstat_watch_options *options, struct tdsta
 	}
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	tdstat_output_start(output);
-	print_line(options, output, symbolizer, NULL, &previous);
+	print_line(options, output, target, symbolizer, NULL, &previous);
 	for (long tick = 1; options->count == 0 || tick < options->count; tick++) {
 		add_seconds(&deadline, options->interval_s);
 		if (!sleep_until(&deadline))

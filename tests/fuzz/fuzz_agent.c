@@ -3,10 +3,15 @@
  * libFuzzer target: libc_db against a hostile target.  The fuzzer's input
  * is a fake process: a 16-byte script (how ps_pglobal_lookup answers, which
  * ps_* calls fail, the td_* calls to make: op % 8 picks the call, 7 with
- * the high bit set the thread iteration, or with the two high bits set the
- * per-object calls: td_ta_sync_iter and td_sync_get_stats of every object
- * it hands out, or td_ta_sync_tracking_enable) followed by the bytes of the
- * "region" that ps_pdread serves at the address the lookup gave.
+ * the high bit set the thread iteration, 7 with bits 0xc0 == 0x40 the
+ * owner and waiter calls of <tdstat/thread_db_sync.h>, 7 with both high
+ * bits set the per-object tracking calls: td_ta_sync_iter and
+ * td_sync_get_stats of every object it hands out, or
+ * td_ta_sync_tracking_enable) followed by
+ * the bytes of the "region" that ps_pdread serves at the address the
+ * lookup gave.  With WILD_READS, every other address reads the same bytes
+ * (cyclically): the objects the records name (mutexes, rwlocks,
+ * semaphores, condvars) are then hostile bytes too.
  *
  * The library must never crash, hang, leak or allocate without bound
  * (-malloc_limit_mb catches a size taken from the region); every TD_OK
@@ -38,6 +43,7 @@ enum flag {
 	BAD_PID = 4,           /* ps_getpid answers -1 */
 	FAIL_AFTER = 8,        /* reads fail after script[2] successful ones */
 	ODD_SEQ_READS = 16,    /* every other record read sees an odd seq */
+	WILD_READS = 32,       /* addresses outside the image read its bytes, cyclically */
 };
 
 struct ps_prochandle {
@@ -71,6 +77,12 @@ ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t address, void *buffer, siz
 	ph->reads++;
 	if ((ph->flags & FAIL_AFTER) && ph->reads > ph->fail_after)
 		return PS_ERR;
+	if ((ph->flags & WILD_READS) && ph->size &&
+	    (at < REGION_ADDRESS || at - REGION_ADDRESS >= ph->size || size > ph->size - (at - REGION_ADDRESS))) {
+		for (size_t i = 0; i < size; i++)
+			((unsigned char *)buffer)[i] = ph->image[(at + i) % ph->size];
+		return PS_OK;
+	}
 	if (at < REGION_ADDRESS)
 		return PS_BADADDR;
 	offset = at - REGION_ADDRESS;
@@ -206,6 +218,101 @@ static void check_thread_sums(const struct thread_sums *sums, const td_ta_stats_
 	}
 }
 
+/*
+ * The synchronization-object calls from every thread handle the
+ * iteration gives: handles of this agent only, types and counts within
+ * their ranges, errors from the documented set.
+ */
+struct sync_walk {
+	td_thragent_t *ta;
+	unsigned threads, calls;
+};
+
+static void sync_error(td_err_e err)
+{
+	if (err != TD_OK && err != TD_DBERR && err != TD_MALLOC && err != TD_NOTHR && err != TD_ERR) {
+		fprintf(stderr, "fuzz_agent: unexpected sync error %d\n", (int)err);
+		abort();
+	}
+}
+
+static int count_handle(const td_thrhandle_t *th, void *data)
+{
+	struct sync_walk *walk = data;
+
+	if (th->th_ta_p != walk->ta) {
+		fprintf(stderr, "fuzz_agent: a thread handle of another agent\n");
+		abort();
+	}
+	walk->calls++;
+	return 0;
+}
+
+static int count_object(const td_synchandle_t *sh, void *data)
+{
+	struct sync_walk *walk = data;
+
+	if (sh->sh_ta_p != walk->ta || !sh->sh_unique) {
+		fprintf(stderr, "fuzz_agent: a sync handle of another agent\n");
+		abort();
+	}
+	walk->calls++;
+	return 0;
+}
+
+static int sync_thread(const td_thrhandle_t *th, void *data)
+{
+	struct sync_walk *walk = data;
+	td_thrinfo_t info;
+	td_synchandle_t sh;
+	td_syncinfo_t si;
+	td_err_e err;
+
+	count_handle(th, data);
+	walk->threads++;
+	err = td_thr_get_info(th, &info);
+	sync_error(err);
+	if (err == TD_OK && info.ti_state != TD_THR_SLEEP && info.ti_state != TD_THR_ACTIVE)
+		abort();
+	sync_error(td_thr_lockowner(th, count_object, walk));
+	err = td_thr_sleepinfo(th, &sh);
+	sync_error(err);
+	if (err != TD_OK) {
+		if (sh.sh_unique || sh.sh_ta_p)
+			abort(); /* Solaris': no handle unless TD_OK */
+		return 0;
+	}
+	err = td_sync_get_info(&sh, &si);
+	sync_error(err);
+	if (err == TD_OK && (si.si_type > TD_SYNC_RWLOCK || si.si_sv_addr != sh.sh_unique || si.si_ta_p != walk->ta ||
+			     (si.si_owner.th_unique && si.si_owner.th_ta_p != walk->ta))) {
+		fprintf(stderr, "fuzz_agent: sync info out of range\n");
+		abort();
+	}
+	sync_error(td_sync_waiters(&sh, count_handle, walk));
+	return 0;
+}
+
+static td_err_e sync_calls(td_thragent_t *ta, uint8_t op)
+{
+	struct sync_walk walk = { .ta = ta };
+	td_thrhandle_t th = { .th_ta_p = ta, .th_unique = (psaddr_t)(REGION_ADDRESS + op * 8u) };
+	td_thrinfo_t info;
+	td_err_e err;
+
+	err = td_ta_thr_iter(ta, sync_thread, &walk, TD_THR_ANY_STATE, TD_THR_LOWEST_PRIORITY, TD_SIGNO_MASK,
+			     TD_THR_ANY_USER_FLAGS);
+	if (err != TD_OK && err != TD_DBERR && err != TD_MALLOC)
+		abort();
+	/* A handle the script makes up: a record's, or none. */
+	err = td_thr_get_info(&th, &info);
+	if (err != TD_OK && err != TD_BADTH && err != TD_NOTHR && err != TD_DBERR && err != TD_MALLOC)
+		abort();
+	if (td_ta_map_lwp2thr(ta, op, &th) == TD_OK && th.th_ta_p != ta)
+		abort();
+	return TD_OK;
+}
+
 static void check_error(td_err_e err)
 {
 	/* What a hostile or failing target may produce; never TD_BADTA etc. */
@@ -238,7 +345,7 @@ static int visit_object(const td_synchandle_t *handle, void *context)
 	return ++visit->visited >= 64;
 }
 
-static td_err_e sync_calls(td_thragent_t *ta, uint8_t op)
+static td_err_e tracking_calls(td_thragent_t *ta, uint8_t op)
 {
 	struct sync_visit visit = { ta, 0 };
 
@@ -308,9 +415,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			case 6: err = td_ta_setconcurrency(ta, op); break;
 			default:
 				if ((op & 0xc0) == 0xc0) {
-					err = sync_calls(ta, op);
+					err = tracking_calls(ta, op);
 					if (err == TD_NOCAPAB)
 						err = TD_OK;
+					break;
+				}
+				if ((op & 0xc0) == 0x40) {
+					err = sync_calls(ta, op);
 					break;
 				}
 				if (op & 0x80) {

@@ -3,10 +3,68 @@
 # Writes the seed corpus of fuzz_agent: the region of a real shim (read
 # from a live rel_target through /proc/PID/mem), each with a few scripts,
 # plus edge cases.  Run once by hand; the seeds are kept in git.
-#   make-seeds.py BUILD_DIR OUT_DIR
+#   make-seeds.py BUILD_DIR OUT_DIR [sync]
+# With `sync`, only the seeds of the synchronization-object calls: the
+# whole region (16 records and their details) of tests/sync's
+# sync_target, parked in its deadlock, with WILD_READS so the objects its
+# records name read hostile bytes.
 import os, struct, subprocess, sys, time
 
 build, out = sys.argv[1], sys.argv[2]
+
+
+def script(lookup, flags, fail_after, ops):
+    ops = list(ops)[:12]
+    return bytes([lookup, flags, fail_after, len(ops)] + ops + [0] * (12 - len(ops)))
+
+
+def shim_region_offset(shim):
+    for line in subprocess.run(["nm", "-D", shim], capture_output=True, text=True).stdout.splitlines():
+        parts = line.split()
+        if parts[-1] == "tdstat_region":
+            return int(parts[0], 16)
+
+
+if len(sys.argv) > 3 and sys.argv[3] == "sync":
+    shim = os.path.join(build, "runtime/libtdshim.so")
+    target = os.path.join(build, "tests/sync/tdstat_sync_target")
+    env = dict(os.environ, LD_PRELOAD=shim, TDSTAT_ENABLE="1", TDSTAT_MAX_THREADS="16")
+    child = subprocess.Popen([target], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    while child.stdout.readline().strip() != b"ready":
+        pass
+    with open("/proc/%d/maps" % child.pid) as maps:
+        base = next(int(l.split("-")[0], 16) for l in maps if "libtdshim" in l and l.split()[2] == "00000000")
+    # The region compacted to 16 records and their details, right after
+    # the header (the offsets and sizes in the header say so).
+    start = base + shim_region_offset(shim)
+    with open("/proc/%d/mem" % child.pid, "rb") as mem:
+        mem.seek(start)
+        header = bytearray(mem.read(4096))
+        records_offset, record_size = struct.unpack_from("<II", header, 24)
+        details_offset, detail_size = struct.unpack_from("<II", header, 40)
+        mem.seek(start + records_offset)
+        records = mem.read(16 * record_size)
+        mem.seek(start + details_offset)
+        details = mem.read(16 * detail_size)
+    header = header[:records_offset]
+    struct.pack_into("<I", header, 32, 16)                                 # record_capacity
+    struct.pack_into("<I", header, 40, records_offset + 16 * record_size)  # details_offset
+    struct.pack_into("<Q", header, 16, records_offset + 16 * (record_size + detail_size))  # region_size
+    region = bytes(header) + records + details
+    child.kill()
+    child.wait()
+    os.makedirs(out, exist_ok=True)
+    seeds = {
+        "sync-deadlock": script(0, 0, 0, [0x47, 0x4f, 0x57]) + region,
+        "sync-wild-objects": script(0, 32, 0, [0x47, 0x5f, 0x47]) + region,
+        "sync-failing-reads": script(0, 8 | 32, 40, [0x47, 0x47]) + region,
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    print("wrote %d seeds" % len(seeds))
+    sys.exit(0)
+
 shim = os.path.join(build, "runtime/libtdshim.so")
 target = os.path.join(build, "tests/reliability/rel_target")
 offset = None
@@ -28,10 +86,6 @@ with open("/proc/%d/mem" % child.pid, "rb") as mem:
     mem.seek(base + offset)
     region = mem.read(256 + 64 * 16)
 child.stdin.write(b"exit\n"); child.stdin.flush(); child.wait()
-
-def script(lookup, flags, fail_after, ops):
-    ops = list(ops)[:12]
-    return bytes([lookup, flags, fail_after, len(ops)] + ops + [0] * (12 - len(ops)))
 
 os.makedirs(out, exist_ok=True)
 seeds = {

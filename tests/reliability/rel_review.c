@@ -25,6 +25,15 @@
  *                      runnable ~0 afterwards
  *   resets-monotonic   resets racing back-to-back snapshots: no integral
  *                      goes down within one window
+ *   stamps-on-clock    the shim dates changes by the time stamp counter
+ *                      (runtime/announce.c): no record's last change is
+ *                      dated after the reader's clock, by more than 50 us,
+ *                      in 3 s of snapshots of the churning target
+ *   late-announcement  writers whose clock reads return late (preempted
+ *                      right after reading, LATECLOCK_NS with rel_slowclock
+ *                      preloaded before the shim): no integral goes down
+ *                      (an announcement stored late was visible to readers
+ *                      with a time before what earlier snapshots reported)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -229,15 +238,16 @@ static int fast_fail(void)
 }
 
 /* ---- resets-monotonic ---- */
-static int resets_monotonic(void)
+/* Back-to-back snapshots of the churning target for `seconds`, while a
+ * second agent resets `resets` times: no integral goes down within one
+ * window. */
+static int monotonic_under(const char *preload, const char *const *env, int resets)
 {
 	const char *argv[] = { REL_REVIEW_STRESS_PATH, "6", NULL };
-	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
-	struct tdtest_spawn_options options = { .preload = tdtest_shim_path(), .env = env };
+	struct tdtest_spawn_options options = { .preload = preload, .env = env };
 	struct tdtest_child child;
 	struct rel_agent agent;
 	const double seconds = 4.0;
-	const int resets = 100;
 
 	if (tdtest_spawn(&child, argv, &options) != 0) {
 		fprintf(stderr, "cannot start the stress target: %s\n", strerror(errno));
@@ -314,11 +324,91 @@ static int resets_monotonic(void)
 		rel_fail("the resetter: %s", status_text(rstatus));
 	if (decreases)
 		rel_fail("%ld integrals went down within one window", decreases);
-	if (windows < 10)
+	if (resets && windows < 10)
 		rel_fail("only %ld new windows seen: the resets did not race the snapshots", windows);
 	if (failed > snapshots / 2)
 		rel_fail("%ld of %ld snapshots failed", failed, snapshots);
 	return rel_failures ? 1 : 0;
+}
+
+static int resets_monotonic(void)
+{
+	static const char *const env[] = { "TDSTAT_ENABLE=1", NULL };
+
+	return monotonic_under(tdtest_shim_path(), env, 100);
+}
+
+/* ---- stamps-on-clock ---- */
+struct latest_change {
+	uint64_t since_ns;
+	long records;
+};
+
+static int note_since(const td_thr_stats_ns_t *thread, void *data)
+{
+	struct latest_change *latest = data;
+
+	if (thread->state != TDSTAT_STATE_FREE) {
+		latest->records++;
+		if (thread->since_ns > latest->since_ns)
+			latest->since_ns = thread->since_ns;
+	}
+	return 0;
+}
+
+static int stamps_on_clock(void)
+{
+	const char *argv[] = { REL_REVIEW_STRESS_PATH, "5", NULL };
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	struct tdtest_spawn_options options = { .preload = tdtest_shim_path(), .env = env };
+	struct tdtest_child child;
+	struct rel_agent agent;
+	long snapshots = 0, ahead = 0, seen = 0;
+	uint64_t worst = 0;
+
+	if (tdtest_spawn(&child, argv, &options) != 0) {
+		fprintf(stderr, "cannot start the stress target: %s\n", strerror(errno));
+		return 1;
+	}
+	if (rel_agent_open(&agent, child.pid, 5000) != TD_OK) {
+		rel_fail("agent on the stress target");
+		kill(child.pid, SIGKILL);
+		tdtest_wait(&child, 5000);
+		return 1;
+	}
+	for (uint64_t end = tdtest_monotonic_ns() + 3000000000u; tdtest_monotonic_ns() < end;) {
+		struct latest_change latest = { 0, 0 };
+
+		if (td_ta_thr_stats_iter(agent.ta, note_since, &latest, NULL) != TD_OK)
+			continue;
+		uint64_t now = tdtest_monotonic_ns();
+		snapshots++;
+		seen += latest.records;
+		if (latest.since_ns > now && latest.since_ns - now > worst)
+			worst = latest.since_ns - now;
+		if (latest.since_ns > now + 50000 && ahead++ < 5)
+			fprintf(stderr, "a change dated %llu ns after the reader's clock\n",
+				(unsigned long long)(latest.since_ns - now));
+	}
+	rel_agent_close(&agent);
+	kill(child.pid, SIGKILL);
+	tdtest_wait(&child, 5000);
+	printf("snapshots %ld, records seen %ld, dated after the clock by more than 50 us: %ld (most %llu ns)\n",
+	       snapshots, seen, ahead, (unsigned long long)worst);
+	if (snapshots < 10 || seen < snapshots)
+		rel_fail("too few snapshots (%ld) or records (%ld)", snapshots, seen);
+	if (ahead)
+		rel_fail("%ld snapshots showed a change dated in their future", ahead);
+	return rel_failures ? 1 : 0;
+}
+
+static int late_announcement(void)
+{
+	static const char *const env[] = { "TDSTAT_ENABLE=1", "LATECLOCK_NS=150000", NULL };
+	char preload[8192];
+
+	snprintf(preload, sizeof preload, "%s %s", REL_SLOWCLOCK_PATH, tdtest_shim_path());
+	return monotonic_under(preload, env, 0);
 }
 
 int main(int argc, char **argv)
@@ -342,6 +432,10 @@ int main(int argc, char **argv)
 		return expect((const char *const[]){ "sys-exit", NULL }, 1, 0, 0.2);
 	if (!strcmp(mode, "resets-monotonic"))
 		return resets_monotonic();
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic\n");
+	if (!strcmp(mode, "stamps-on-clock"))
+		return stamps_on_clock();
+	if (!strcmp(mode, "late-announcement"))
+		return late_announcement();
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stamps-on-clock\n");
 	return 2;
 }

@@ -72,7 +72,7 @@ class SyncStatistics(unittest.TestCase):
         rwlock = rows["table_lock"]
         self.assertEqual((rwlock["type"], rwlock["rw_rdlock"], rwlock["rw_wrlock"]), ("rwlock", 4 * rounds, 3 * rounds))
         sema = rows["slots"]
-        self.assertEqual((sema["type"], sema["sema_wait"], sema["sema_post"]), ("sema", 6 * rounds, 6 * rounds))
+        self.assertEqual((sema["type"], sema["sema_wait"], sema["sema_post"]), ("sem", 6 * rounds, 6 * rounds))
         self.assertEqual((sema["sema_max_count"], sema["sema_min_count"]), (2, 1))  # its value is 1 between rounds
         cond = rows["ready_cond"]
         self.assertEqual((cond["type"], cond["cond_signal"], cond["cond_broadcast"]), ("cond", 4 * rounds, rounds))

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fast paths of runtime/announce.c, inline where they are used (the
+ * record change and the wake-up stamp): one time stamp counter read each,
+ * no call.  announce.c says why and holds the slow paths.
+ */
+#ifndef TDSHIM_COUNTER_CLOCK_H
+#define TDSHIM_COUNTER_CLOCK_H
+
+#include "shim.h"
+
+#if defined(__x86_64__) && defined(__has_include)
+#if __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#define TDSHIM_ANNOUNCE_RSEQ 1
+#endif
+#endif
+
+/* The slow paths (runtime/announce.c). */
+uint64_t tdshim_announce_slow(struct tdstat_record *record, uint64_t since);
+uint64_t tdshim_stamp_ns_slow(void);
+
+#ifdef TDSHIM_ANNOUNCE_RSEQ
+
+/* How long an anchor serves, in counter cycles (2 ms); 0 while the
+ * counter clock is off. */
+extern uint64_t tdshim_anchor_cycles;
+
+static inline uint64_t tdshim_read_counter(void)
+{
+	uint32_t low, high;
+
+	__asm__ __volatile__("rdtsc" : "=a"(low), "=d"(high));
+	return (uint64_t)high << 32 | low;
+}
+
+static inline struct rseq *tdshim_thread_rseq(void)
+{
+	char *thread_pointer;
+
+	__asm__("mov %%fs:0, %0" : "=r"(thread_pointer));
+	return (struct rseq *)(thread_pointer + __rseq_offset);
+}
+
+static inline const struct tdshim_anchor *tdshim_current_anchor(const struct tdshim_thread *self)
+{
+	return &self->anchors[CMM_LOAD_SHARED(self->anchor) & 1];
+}
+
+/* The counter clock at `counter`, if this thread's anchor serves it. */
+static inline bool tdshim_anchored_time(const struct tdshim_anchor *anchor, uint64_t counter, uint64_t *ns)
+{
+	uint64_t elapsed = counter - anchor->counter;
+
+	if (elapsed > tdshim_anchor_cycles || (anchor->counter ^ anchor->ns ^ anchor->scale) != anchor->check)
+		return false;
+	*ns = anchor->ns + ((elapsed * anchor->scale) >> 32);
+	return true;
+}
+
+/*
+ * The restartable sequence with T from the counter: read the counter,
+ * scale it by `anchor` into T (no earlier than since + 1), store T into
+ * *pending.  Returns false, having stored nothing, when the anchor no
+ * longer serves or is not whole (renew it) or the kernel aborted the
+ * sequence (try again).  The anchor is checked inside the sequence: a
+ * signal handler that renews it meanwhile restarts the sequence.
+ * *moment is T when it returns true.
+ *
+ * A plain store: nothing after it waits for it to be visible (the
+ * fallbacks read their clock again after the store, and need a barrier
+ * for that); the stores of the change that follow become visible after
+ * it (x86 keeps stores in order), and the store buffer drains in far less
+ * than the readers' margin.
+ */
+static inline bool tdshim_store_counter_time(uint64_t *pending, const struct tdshim_anchor *anchor, uint64_t limit,
+				      uint64_t since, struct rseq *area, uint64_t *moment, bool *stale)
+{
+	uint64_t time;
+	unsigned int stored, fresh;
+
+	__asm__ __volatile__(
+		".pushsection __rseq_cs, \"aw\"\n\t"
+		".balign 32\n\t"
+		"87:\n\t"
+		".long 0x0, 0x0\n\t"
+		".quad 81f, (82f - 81f), 84f\n\t"
+		".popsection\n\t"
+		"xorl %[stored], %[stored]\n\t"
+		"movl $1, %[fresh]\n\t"
+		"leaq 87b(%%rip), %%rax\n\t"
+		"movq %%rax, %[cs]\n\t"
+		"81:\n\t"
+		"movq %[base], %%rdx\n\t"
+		"xorq %[at], %%rdx\n\t"
+		"xorq %[scale], %%rdx\n\t"
+		"cmpq %[check], %%rdx\n\t"
+		"jne 85f\n\t"
+		"rdtsc\n\t"
+		"shlq $32, %%rdx\n\t"
+		"orq %%rdx, %%rax\n\t"
+		"subq %[base], %%rax\n\t"
+		"cmpq %[limit], %%rax\n\t"
+		"ja 85f\n\t"
+		"imulq %[scale], %%rax\n\t"
+		"shrq $32, %%rax\n\t"
+		"addq %[at], %%rax\n\t"
+		"cmpq %[since], %%rax\n\t"
+		"ja 86f\n\t"
+		"leaq 1(%[since]), %%rax\n\t"
+		"86:\n\t"
+		"movq %%rax, %[time]\n\t"
+		"movq %%rax, %[pending]\n\t"
+		"82:\n\t"
+		"movl $1, %[stored]\n\t"
+		"jmp 83f\n\t"
+		"85:\n\t"
+		"xorl %[fresh], %[fresh]\n\t"
+		"83:\n\t"
+		".pushsection __rseq_failure, \"ax\"\n\t"
+		".byte 0x0f, 0xb9, 0x3d\n\t"
+		".long 0x53053053\n\t"
+		"84:\n\t"
+		"jmp 83b\n\t"
+		".popsection\n\t"
+		: [time] "=&r"(time), [stored] "=&r"(stored), [fresh] "=&r"(fresh), [cs] "=m"(area->rseq_cs),
+		  [pending] "+m"(*pending)
+		: [base] "m"(anchor->counter), [scale] "m"(anchor->scale), [at] "m"(anchor->ns),
+		  [check] "m"(anchor->check), [limit] "r"(limit),
+		  [since] "r"(since)
+		: "rax", "rdx", "memory", "cc");
+	*moment = time;
+	*stale = !fresh;
+	return stored;
+}
+
+/* Step 1 of region.h's latch: announce a change of `record` after `since`
+ * and return its moment T. */
+static inline uint64_t tdshim_announce(struct tdstat_record *record, uint64_t since)
+{
+	uint64_t limit = CMM_LOAD_SHARED(tdshim_anchor_cycles);
+
+	struct rseq *area = tdshim_thread_rseq();
+
+	/* cpu_id < 0: glibc's registration failed for this thread, and the
+	 * kernel would restart nothing. */
+	if (caa_likely(limit) && caa_likely((int32_t)CMM_LOAD_SHARED(area->cpu_id) >= 0)) {
+		uint64_t moment;
+		bool stale;
+		bool stored = tdshim_store_counter_time(&record->pending_ns, tdshim_current_anchor(&tdshim_self), limit,
+						       since, area, &moment, &stale);
+
+		/* The kernel would clear it lazily, at the cost of reading
+		 * the descriptor on the thread's next preemption. */
+		CMM_STORE_SHARED(area->rseq_cs, 0);
+		if (caa_likely(stored))
+			return moment;
+	}
+	return tdshim_announce_slow(record, since);
+}
+
+/* CLOCK_MONOTONIC for stamps (see shim.h). */
+static inline uint64_t tdshim_stamp_ns(void)
+{
+	uint64_t ns;
+
+	if (caa_likely(CMM_LOAD_SHARED(tdshim_anchor_cycles)) &&
+	    caa_likely(tdshim_anchored_time(tdshim_current_anchor(&tdshim_self), tdshim_read_counter(), &ns)))
+		return ns;
+	return tdshim_stamp_ns_slow();
+}
+
+#else
+
+static inline uint64_t tdshim_announce(struct tdstat_record *record, uint64_t since)
+{
+	return tdshim_announce_slow(record, since);
+}
+
+static inline uint64_t tdshim_stamp_ns(void)
+{
+	return tdshim_now_ns();
+}
+
+#endif
+
+#endif /* TDSHIM_COUNTER_CLOCK_H */
