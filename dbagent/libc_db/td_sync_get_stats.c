@@ -3,8 +3,13 @@
  * An object's statistics from the tracking table (Solaris'
  * td_sync_get_stats): TD_NOCAPAB while tracking is off (or the shim has
  * no table), TD_NOSV when the table does not hold the object.  ss_info
- * holds what the table says: the agent, the address, the type (the
- * table's), si_size and si_tracked.
+ * holds what the table says (the agent, the address, the type, si_size,
+ * si_tracked) and, as td_sync_get_info reads it, the object's state from
+ * its own memory (locked, readers or writer, count, owner's tid,
+ * has-waiters).  The waiters need the threads' records: si_nwaiters and
+ * the owner's handle stay 0 here (td_sync_get_info gives them).  An
+ * object whose memory cannot be read keeps the table's part alone: its
+ * statistics do not depend on it.
  */
 #include <string.h>
 
@@ -46,10 +51,16 @@ TDDB_EXPORT td_err_e td_sync_get_stats(const td_synchandle_t *sh, td_syncstats_t
 		err = TD_NOCAPAB;
 	if (err == TD_OK)
 		err = tddb_sync_find(agent, &block, (uint64_t)(uintptr_t)sh->sh_unique, &entry);
+	if (err == TD_OK) {
+		memset(ss, 0, sizeof(*ss));
+		/* One bounded read of the object, no threads: its state. */
+		if (tddb_sync_info(agent, (uint64_t)(uintptr_t)sh->sh_unique, tddb_sync_td_type(entry.type), NULL, 0,
+				   &ss->ss_info) != TD_OK)
+			memset(&ss->ss_info, 0, sizeof(ss->ss_info));
+	}
 	tddb_agent_leave(agent);
 	if (err != TD_OK)
 		return err;
-	memset(ss, 0, sizeof(*ss));
 	ss->ss_info.si_ta_p = sh->sh_ta_p;
 	ss->ss_info.si_sv_addr = sh->sh_unique;
 	ss->ss_info.si_type = tddb_sync_td_type(entry.type);

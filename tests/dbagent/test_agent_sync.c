@@ -9,6 +9,7 @@
  * an older minor) that leave the agent's other calls alone.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +150,41 @@ Test(agent_sync, statistics_by_solaris_names)
 	cr_assert_eq(stats.ss_un.cond.cond_signal, 9);
 	cr_assert_eq(stats.ss_un.cond.cond_timedwait_timeout, 1);
 	cr_assert_eq(stats_of(UINT64_C(0x8000), &stats), TD_NOSV);
+	finish();
+}
+
+/* ss_info also carries the object's state, read from its memory as
+ * td_sync_get_info reads it: a mutex locked by tid 4242 past the table.
+ * An object whose memory cannot be read (MUTEX_AT) keeps the table's
+ * part alone. */
+Test(agent_sync, info_has_the_objects_state)
+{
+	td_syncstats_t stats;
+	pthread_mutex_t locked;
+	size_t at;
+
+	build(true);
+	at = target.image_size;
+	target.image = realloc(target.image, at + sizeof(locked));
+	target.image_size = at + sizeof(locked);
+	memset(&locked, 0, sizeof(locked));
+	locked.__data.__lock = 1;
+	locked.__data.__owner = 4242;
+	memcpy(target.image + at, &locked, sizeof(locked));
+	claim(FAKE_REGION_ADDRESS + at, TDSTAT_SYNC_MUTEX)->count[0] = 5;
+	attach();
+	cr_assert_eq(stats_of(FAKE_REGION_ADDRESS + at, &stats), TD_OK);
+	cr_assert_eq(stats.ss_un.mutex.mutex_lock, 5);
+	cr_assert_eq(stats.ss_info.si_type, TD_SYNC_MUTEX);
+	cr_assert_eq(stats.ss_info.si_tracked, 1);
+	cr_assert_eq(stats.ss_info.si_state.mutex_locked, 1);
+	cr_assert_eq(stats.ss_info.si_owner_lid, 4242);
+	cr_assert_eq(stats.ss_info.si_nwaiters, 0);
+	cr_assert_eq(stats_of(MUTEX_AT, &stats), TD_OK);
+	cr_assert_eq(stats.ss_info.si_type, TD_SYNC_MUTEX);
+	cr_assert_eq(stats.ss_info.si_state.mutex_locked, 0);
+	cr_assert_eq(stats.ss_info.si_owner_lid, 0);
+	cr_assert_eq(stats.ss_un.mutex.mutex_lock, 10);
 	finish();
 }
 
