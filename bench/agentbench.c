@@ -27,6 +27,14 @@
  *       with the kinds.  Prints "iter THREADS HANDED MEDIAN PER_THREAD
  *       STATS_NS": the median us per walk, that over the threads handed
  *       out, and the median us of one td_ta_get_stats_ns.
+ *   agentbench armed RUNS COMMAND [ARGS...]
+ *       what an armed timer on a process's CPU clock costs that process
+ *       (docs/READER.md "The process CPU clock"): runs COMMAND 2 * RUNS
+ *       times, alternately bare and with a timer of this process armed
+ *       on the child's process CPU clock (created between fork and exec,
+ *       expiring never, as libc_db arms it), and prints "armed RUNS
+ *       BARE_MS ARMED_MS SLOWDOWN_PERCENT min BARE_MS ARMED_MS": the
+ *       median wall times, and the least.
  *   agentbench compare PID SECONDS
  *       two snapshots of PID, SECONDS apart, each taken beside the
  *       kernel's own figures; prints the averages over that window:
@@ -38,6 +46,8 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <spawn.h>
@@ -389,8 +399,82 @@ static int run_compare(pid_t pid, double seconds)
 	return 0;
 }
 
+/* One run of argv: its wall time in ms, with a never-expiring timer on
+ * its process CPU clock when `armed` (the kernel then keeps the
+ * process's running total, and every thread of it adds to it). */
+static double armed_run(char **argv, bool armed)
+{
+	int go[2];
+	pid_t pid;
+	char byte = 0;
+
+	if (pipe(go) != 0)
+		die("pipe", errno);
+	pid = fork();
+	if (pid < 0)
+		die("fork", errno);
+	if (pid == 0) {
+		close(go[1]);
+		if (read(go[0], &byte, 1) != 1)
+			_exit(127);
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, STDOUT_FILENO);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(go[0]);
+	timer_t timer;
+	if (armed) {
+		struct sigevent event = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGURG };
+		struct itimerspec never = { .it_value = { .tv_sec = (time_t)1 << 40 } };
+
+		if (timer_create(tdstat_process_cpu_clock(pid), &event, &timer) != 0)
+			die("timer_create", errno);
+		if (timer_settime(timer, TIMER_ABSTIME, &never, NULL) != 0)
+			die("timer_settime", errno);
+	}
+	uint64_t start = monotonic_ns();
+	if (write(go[1], &byte, 1) != 1)
+		die("write", errno);
+	close(go[1]);
+	int status;
+	waitpid(pid, &status, 0);
+	double ms = (monotonic_ns() - start) / 1e6;
+	if (armed)
+		timer_delete(timer);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		die("the command failed", status);
+	return ms;
+}
+
+static int run_armed(long runs, char **argv)
+{
+	double *bare = calloc(runs, sizeof(*bare)), *armed = calloc(runs, sizeof(*armed));
+
+	for (long i = 0; i < runs; i++) {
+		/* Alternate which goes first, so a drift of the machine's load
+		 * falls on both alike. */
+		if (i % 2) {
+			armed[i] = armed_run(argv, true);
+			bare[i] = armed_run(argv, false);
+		} else {
+			bare[i] = armed_run(argv, false);
+			armed[i] = armed_run(argv, true);
+		}
+	}
+	qsort(bare, runs, sizeof(*bare), compare_doubles);
+	qsort(armed, runs, sizeof(*armed), compare_doubles);
+	printf("armed %ld %.3f %.3f %.2f min %.3f %.3f\n", runs, bare[runs / 2], armed[runs / 2],
+	       100 * (armed[runs / 2] / bare[runs / 2] - 1), bare[0], armed[0]);
+	free(bare);
+	free(armed);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 4 && strcmp(argv[1], "armed") == 0)
+		return run_armed(atol(argv[2]) > 0 ? atol(argv[2]) : 1, argv + 3);
 	if ((argc == 6 || argc == 7) && strcmp(argv[1], "cost") == 0)
 		return run_cost(argv[2], argv[3], argv[4], atol(argv[5]), argc == 7 ? argv[6] : "condvar");
 	if ((argc == 7 || argc == 8) && strcmp(argv[1], "sample") == 0)
@@ -403,6 +487,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: agentbench cost SHIM WORKLOAD THREADS CALLS [MODE]\n"
 			"       agentbench sample SHIM WORKLOAD THREADS HZ SECONDS [MODE]\n"
 			"       agentbench iter SHIM WORKLOAD THREADS CALLS\n"
-			"       agentbench compare PID SECONDS\n");
+			"       agentbench compare PID SECONDS\n"
+			"       agentbench armed RUNS COMMAND [ARGS...]\n");
 	return 2;
 }

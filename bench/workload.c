@@ -13,6 +13,10 @@
  *   condvar  THREADS threads in pthread_cond_wait
  *   work     THREADS threads spin on arithmetic and count it: at the end
  *            prints "work <units per second>"
+ *   server   THREADS threads: one per CPU as in `work` (and its "work"
+ *            line), the others in pthread_cond_wait: a large process
+ *            that keeps the machine busy without a thousand runnable
+ *            threads"
  * It prints "ready" once every thread is running, then lets the main
  * thread wait in nanosleep or pause (interposed waits: BLOCKED) until
  * SECONDS have passed (0 or none: until killed).  Threads get 64 KiB stacks, so 10,000
@@ -21,6 +25,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +130,7 @@ static const struct {
 	{ "spin", spin_thread },       { "duty", duty_thread },
 	{ "queue", queue_thread },     { "sleep", sleep_thread },
 	{ "condvar", condvar_thread }, { "work", work_thread },
+	{ "server", work_thread },
 };
 
 int main(int argc, char **argv)
@@ -150,9 +156,11 @@ int main(int argc, char **argv)
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	bool server = strcmp(argv[1], "server") == 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	for (long i = 0; i < threads; i++) {
 		pthread_t id;
-		int error = pthread_create(&id, &attr, run, NULL);
+		int error = pthread_create(&id, &attr, server && i >= cpus ? condvar_thread : run, NULL);
 		if (error) {
 			fprintf(stderr, "bench-workload: thread %ld: %s\n", i, strerror(error));
 			return 1;

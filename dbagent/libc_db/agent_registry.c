@@ -15,6 +15,7 @@ static struct td_thragent *registry_head;
 
 static void agent_free(struct td_thragent *agent)
 {
+	tddb_cpu_timer_release(agent);
 	tddb_cache_free(agent);
 	pthread_mutex_destroy(&agent->control_lock);
 	free(agent);

@@ -59,6 +59,26 @@ static bool record_layout_valid(const struct tdstat_layout *layout, uint32_t rec
 	return true;
 }
 
+/* Whether the copies' known fields are where this reader's structs have
+ * them (geometry.native_copies). */
+static bool native_copies(const struct tdstat_layout *layout)
+{
+	if (layout->record_copy_size < sizeof(struct tdstat_record_copy) ||
+	    layout->detail_copy_size < sizeof(struct tdstat_detail_copy))
+		return false;
+#define SAME_COPY_FIELD(type, name, dims) \
+	if (layout->name != offsetof(struct tdstat_record_copy, name)) \
+		return false;
+#define SAME_DETAIL_FIELD(type, name, dims) \
+	if (layout->name != offsetof(struct tdstat_detail_copy, name)) \
+		return false;
+	TDSTAT_RECORD_COPY_FIELDS(SAME_COPY_FIELD)
+	TDSTAT_DETAIL_COPY_FIELDS(SAME_DETAIL_FIELD)
+#undef SAME_DETAIL_FIELD
+#undef SAME_COPY_FIELD
+	return true;
+}
+
 td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, struct tddb_geometry *geometry)
 {
 	const struct tdstat_layout *layout = &header->layout;
@@ -103,6 +123,7 @@ td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, st
 	geometry->stall_ns = tddb_max_u64(header->stall_ns, TDSTAT_STALL_NS);
 	geometry->abi_minor = header->abi_minor;
 	geometry->layout = *layout;
+	geometry->native_copies = native_copies(layout);
 	return TD_OK;
 }
 
@@ -243,18 +264,32 @@ struct record_ends {
 };
 
 /* A published copy, decoded field by field where the layout puts each
- * (region.h's lists). */
-static void record_copy_decode(const struct tdstat_layout *layout, const unsigned char *bytes,
+ * (region.h's lists), or at once where that is this reader's own
+ * layout. */
+static void record_copy_decode(const struct tddb_geometry *geometry, const unsigned char *bytes,
 			       struct tdstat_record_copy *copy)
 {
+	const struct tdstat_layout *layout = &geometry->layout;
+
+	if (geometry->native_copies) {
+		memcpy(copy, bytes, sizeof(*copy));
+		return;
+	}
 #define DECODE_FIELD(type, name, dims) memcpy(&copy->name, bytes + layout->name, TDSTAT_FIELD_SIZE(type, dims));
 	TDSTAT_RECORD_COPY_FIELDS(DECODE_FIELD)
 #undef DECODE_FIELD
 }
 
-static void detail_copy_decode(const struct tdstat_layout *layout, const unsigned char *bytes,
+static void detail_copy_decode(const struct tddb_geometry *geometry, const unsigned char *bytes,
 			       struct tdstat_detail_copy *copy)
 {
+	const struct tdstat_layout *layout = &geometry->layout;
+
+	if (geometry->native_copies) {
+		/* reserved[] is not read: a newer minor may use it. */
+		memcpy(copy, bytes, offsetof(struct tdstat_detail_copy, reserved));
+		return;
+	}
 #define DECODE_FIELD(type, name, dims) memcpy(&copy->name, bytes + layout->name, TDSTAT_FIELD_SIZE(type, dims));
 	TDSTAT_DETAIL_COPY_FIELDS(DECODE_FIELD)
 #undef DECODE_FIELD
@@ -270,7 +305,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT]; /* with the detail only */
 	bool current;
 
-	record_copy_decode(layout, published_copy(geometry, bytes->record), &copy);
+	record_copy_decode(geometry, published_copy(geometry, bytes->record), &copy);
 	current = copy.epoch_ns == window->start;
 	thread->seq = record_seq(geometry, bytes->record);
 	thread->state = copy.state;
@@ -289,7 +324,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	if (bytes->detail) {
 		struct tdstat_detail_copy detail;
 
-		detail_copy_decode(layout, bytes->detail + layout->detail_copies +
+		detail_copy_decode(geometry, bytes->detail + layout->detail_copies +
 					   (record_seq(geometry, bytes->record) & 1u) * layout->detail_copy_size,
 				   &detail);
 		thread->object = detail.object;
@@ -306,8 +341,10 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	acc_runnable = current ? tddb_min_u64(copy.acc_runnable_ns, acc_tracked) : 0;
 	thread->tracked_ns = acc_tracked;
 	thread->runnable_ns = acc_runnable;
-	memset(thread->idle_ns, 0, sizeof(thread->idle_ns));
+	/* Without the details idle_ns is left as it is (struct tddb_thread):
+	 * clearing it was a tenth of a sleeping target's snapshot. */
 	if (bytes->detail) {
+		memset(thread->idle_ns, 0, sizeof(thread->idle_ns));
 		/* The per-kind parts of the blocked time, within it. */
 		uint64_t left = acc_tracked - acc_runnable;
 		int most = 0;
@@ -343,7 +380,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 			thread->tracked_ns += open;
 			if (thread->state == TDSTAT_STATE_RUNNABLE)
 				thread->runnable_ns += open;
-			else if (thread->kind < TDSTAT_WAIT_KIND_COUNT)
+			else if (bytes->detail && thread->kind < TDSTAT_WAIT_KIND_COUNT)
 				thread->idle_ns[thread->kind] += open;
 		}
 	}
@@ -471,9 +508,16 @@ static uint64_t window_end_at(const struct tddb_header_view *view, uint64_t now)
 	return tddb_max_u64(end, view->control.window_start_ns);
 }
 
-static struct tddb_window window_of(const struct tddb_header_view *view, uint64_t now)
+/* The window at `now` (the clock after the reads), its threads counted
+ * to `counted` (the mean of the clocks their open intervals end at). */
+static struct tddb_window window_of(const struct tddb_header_view *view, uint64_t now, uint64_t counted)
 {
-	return (struct tddb_window){ .start = view->control.window_start_ns, .end = window_end_at(view, now), .now = now };
+	uint64_t end = window_end_at(view, now);
+
+	return (struct tddb_window){ .start = view->control.window_start_ns,
+				     .end = end,
+				     .now = now,
+				     .counted_end = tddb_min_u64(window_end_at(view, counted), end) };
 }
 
 /* The clock that ends open intervals: for a frozen image, its moment. */
@@ -645,7 +689,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	};
 	count = tddb_min_u64(view->status.high_water, geometry->record_capacity);
 	if (count == 0) {
-		*window = window_of(view, reader_now(&image, now));
+		*window = window_of(view, reader_now(&image, now), now);
 		return TD_OK;
 	}
 	first = malloc((size_t)per_chunk * (2 * (size_t)size + (detail ? detail_size : 0)));
@@ -655,12 +699,28 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	if (detail)
 		details = second + (size_t)per_chunk * size;
 	cache = cache_acquire(agent, count);
+	/* Where the live records' open intervals ended, added up: their mean
+	 * is where the snapshot counted its threads (counted_ns). */
+	unsigned __int128 counted_sum = 0;
+	uint32_t counted_live = 0;
 
 	for (base = 0; base < count && err == TD_OK; base += per_chunk) {
 		uint32_t n = count - base < per_chunk ? count - base : per_chunk;
 		uint64_t offset = geometry->records_offset + (uint64_t)base * size;
 		bool cached, chunk_stable;
 		uint32_t i;
+
+		/* Each chunk's open intervals end at a clock taken before its
+		 * own reads (the rule of reader_clock holds for any such
+		 * clock): a record is counted up to when it was read, not to
+		 * when the first chunk was, which a walk slowed by a visitor,
+		 * by re-reads or by preemption leaves far behind. */
+		if (base > 0 && !image.frozen) {
+			uint64_t chunk_now = tddb_max_u64(now, reader_clock(geometry));
+
+			ends.open_end = window_end_at(view, chunk_now);
+			ends.reader_now = chunk_now;
+		}
 
 		/* Records, details, records: a detail copy is whole when the
 		 * record around it was stable across both record reads.  A
@@ -685,13 +745,27 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 					 : details + (size_t)i * detail_size;
 			struct tddb_thread thread;
 
+			struct record_ends record_ends = ends;
+
 			thread.index = base + i;
 			if (!chunk_stable && !record_stable(geometry, a, b)) {
+				/* Read again, so counted up to a clock before that. */
+				if (!image.frozen) {
+					uint64_t reread_now = tddb_max_u64(ends.reader_now, reader_clock(geometry));
+
+					record_ends.open_end = window_end_at(view, reread_now);
+					record_ends.reader_now = reread_now;
+				}
 				err = record_reread(agent, base + i, a, b, d, deadline);
 				ends.read_end = window_end_at(view, reader_now(&image, now));
+				record_ends.read_end = ends.read_end;
 			}
 			if (err == TD_OK)
-				err = thread_decode(geometry, &(struct record_bytes){ a, d }, &ends, &thread);
+				err = thread_decode(geometry, &(struct record_bytes){ a, d }, &record_ends, &thread);
+			if (err == TD_OK && thread.state != TDSTAT_STATE_FREE) {
+				counted_sum += record_ends.open_end;
+				counted_live++;
+			}
 			if (err == TD_OK && !cached)
 				cache_keep(cache, geometry, base + i, a, d);
 			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
@@ -701,7 +775,8 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	if (cache)
 		pthread_mutex_unlock(&cache->lock);
 	free(first);
-	*window = window_of(view, reader_now(&image, now));
+	*window = window_of(view, reader_now(&image, now),
+			    counted_live ? (uint64_t)(counted_sum / counted_live) : ends.reader_now);
 	return err;
 }
 
@@ -793,6 +868,7 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 	snapshot->now_ns = window.now;
 	snapshot->window_start_ns = window.start;
 	snapshot->window_ns = window.end - window.start;
+	snapshot->counted_ns = window.counted_end > window.start ? window.counted_end - window.start : 0;
 	snapshot->live = sums.live;
 	snapshot->overflow_live = view.status.overflow_live;
 	snapshot->visited = sums.used;

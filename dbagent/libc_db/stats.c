@@ -4,10 +4,12 @@
  * integer fractions of td_ta_stats_t.
  */
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <tdstat/fraction.h>
 
@@ -25,6 +27,51 @@ td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns)
 		return TD_DBERR;
 	*cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 	return TD_OK;
+}
+
+/*
+ * The kernel sums a process's CPU clock over its threads on every read,
+ * unless some CPU-time timer is armed on the process: it then keeps the
+ * total as it goes (every thread adds its run time to one shared counter
+ * at each scheduler accounting update) and a read is one load.  Any
+ * process may arm a timer on another's process CPU clock (the kernel
+ * checks no more than for reading it); it belongs to the reader, not to
+ * the target: the target sees no timer, no limit and no signal, and the
+ * kernel drops it when the reader deletes it or exits.  It never
+ * expires (its signal would go to the reader: SIGURG, ignored by
+ * default, after 292 years of the target's CPU time).  SIGEV_NONE would
+ * be the natural notification, but the kernel does not arm such timers
+ * (Linux 6.18), and an unarmed timer stops the total at the target's next
+ * tick.  What it costs the target, and why only large targets get it:
+ * docs/READER.md "The process CPU clock".  Called with control_lock held.
+ */
+static void cpu_timer_arm(struct td_thragent *agent, pid_t pid)
+{
+	struct tddb_cpu_timer *timer = &agent->cpu_timer;
+	struct sigevent event = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGURG };
+	/* KTIME_MAX is the kernel's latest expiry; it clamps a later one. */
+	struct itimerspec never = { .it_value = { .tv_sec = (time_t)1 << 40 } };
+
+	timer->tried = true;
+	if (timer_create(tdstat_process_cpu_clock(pid), &event, &timer->id) != 0)
+		return;
+	if (timer_settime(timer->id, TIMER_ABSTIME, &never, NULL) != 0) {
+		timer_delete(timer->id);
+		return;
+	}
+	timer->owner = getpid();
+	timer->armed = true;
+}
+
+void tddb_cpu_timer_release(struct td_thragent *agent)
+{
+	struct tddb_cpu_timer *timer = &agent->cpu_timer;
+
+	/* A fork child of the reader has no such timer (and may have one of
+	 * its own by that id). */
+	if (timer->armed && timer->owner == getpid())
+		timer_delete(timer->id);
+	timer->armed = false;
 }
 
 /* Threads the kernel has in the process now: /proc/PID/task links each
@@ -72,7 +119,9 @@ static td_err_e snapshot_cpu_ns(struct td_thragent *agent, const struct tddb_sna
 	td_err_e err;
 
 	pthread_mutex_lock(&agent->control_lock);
-	if (last->valid && last->window_start_ns == now.window_start_ns && last->cpu_start_ns == now.cpu_start_ns &&
+	/* With the agent's timer armed a read is one load in the kernel,
+	 * cheaper than the thread count the reuse needs. */
+	if (!agent->cpu_timer.armed && last->valid && last->window_start_ns == now.window_start_ns && last->cpu_start_ns == now.cpu_start_ns &&
 	    last->generation == now.generation && last->seq_sum == now.seq_sum && last->visited == now.visited &&
 	    last->live == now.live && snapshot->runnable_live == 0 && snapshot->overflow_live == 0 &&
 	    snapshot->latest_since_ns <= last->taken_ns - tddb_min_u64(agent->geometry.commit_lag_ns, last->taken_ns)) {
@@ -84,6 +133,14 @@ static td_err_e snapshot_cpu_ns(struct td_thragent *agent, const struct tddb_sna
 	if (reuse && pid > 0 && kernel_thread_count(pid) == snapshot->live)
 		return TD_OK;
 
+	/* A large target whose clock must be read: from now on the kernel
+	 * keeps its total (arming costs one walk, as a read does). */
+	if (pid > 0 && (uint64_t)snapshot->live + snapshot->overflow_live >= TDDB_CPU_TIMER_THREADS) {
+		pthread_mutex_lock(&agent->control_lock);
+		if (!agent->cpu_timer.tried)
+			cpu_timer_arm(agent, pid);
+		pthread_mutex_unlock(&agent->control_lock);
+	}
 	now.taken_ns = tddb_monotonic_ns();
 	err = tddb_target_cpu_ns(agent, &now.cpu_ns);
 	if (err != TD_OK)
@@ -144,6 +201,7 @@ td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_s
 	stats->abi_minor = agent->geometry.abi_minor;
 	stats->window_start_ns = snapshot.window_start_ns;
 	stats->window_ns = snapshot.window_ns;
+	stats->counted_ns = snapshot.counted_ns;
 	stats->lwps_ns = snapshot.tracked_ns;
 	stats->runnable_ns = snapshot.runnable_ns;
 	stats->idle_ns = snapshot.tracked_ns - snapshot.runnable_ns;

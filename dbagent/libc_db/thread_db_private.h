@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <proc_service.h>
 #include <thread_db.h>
@@ -58,6 +59,10 @@ struct tddb_geometry {
 	uint64_t commit_lag_ns;
 	uint64_t stall_ns;
 	uint16_t abi_minor;
+	/* Every field this reader knows sits in the copies where its own
+	 * structs put it (any minor that only appended): a copy decodes as
+	 * one fixed-size memcpy rather than field by field. */
+	bool native_copies;
 	struct tdstat_layout layout;
 };
 
@@ -99,9 +104,30 @@ struct tddb_record_cache {
 #define TDDB_CACHE_BYTES_MAX (16u << 20)
 
 /*
+ * The timer this agent arms on a large target's process CPU clock, so
+ * that the kernel keeps the process's running total and reading the
+ * clock stops costing a walk of every thread (stats.c, docs/READER.md
+ * "The process CPU clock").  Armed at most once per agent, released with
+ * the agent.
+ */
+struct tddb_cpu_timer {
+	bool tried;               /* arming was attempted (it is not retried) */
+	bool armed;
+	pid_t owner;              /* the process that created it: a fork child
+				   * of the reader does not have it */
+	timer_t id;
+};
+/* Targets with at least this many threads get the timer: the walk then
+ * costs the reader about 33 us a snapshot or more, more than the fixed
+ * part of the budget of one snapshot (20 us); below, the target's cost
+ * buys little. */
+#define TDDB_CPU_TIMER_THREADS 1000u
+
+/*
  * The agent.  Immutable after td_ta_new except `users`, `deleted` and
- * `registry_next` (registry lock), `cpu` (control_lock) and the control
- * block in the target (control_lock serializes this agent's writes to it).
+ * `registry_next` (registry lock), `cpu` and `cpu_timer` (control_lock)
+ * and the control block in the target (control_lock serializes this
+ * agent's writes to it).
  */
 struct td_thragent {
 	struct td_thragent *registry_next;
@@ -113,6 +139,7 @@ struct td_thragent {
 	unsigned char identity[TDDB_IDENTITY_SIZE];
 	pthread_mutex_t control_lock;
 	struct tddb_cpu_reading cpu;
+	struct tddb_cpu_timer cpu_timer;
 	struct tddb_record_cache cache;
 };
 
@@ -128,6 +155,7 @@ struct tddb_window {
 	uint64_t start;
 	uint64_t end;
 	uint64_t now;
+	uint64_t counted_end;    /* open intervals end here (<= end) */
 };
 
 /* What the provider says of the target (include/tdstat/ps_image.h):
@@ -162,7 +190,7 @@ struct tddb_thread {
 	/* in the window */
 	uint64_t tracked_ns;
 	uint64_t runnable_ns;
-	uint64_t idle_ns[TDSTAT_WAIT_KIND_COUNT];
+	uint64_t idle_ns[TDSTAT_WAIT_KIND_COUNT]; /* with `detail` only; else not set */
 };
 
 /* Called once per record in use; a non-TD_OK answer stops the walk. */
@@ -177,6 +205,7 @@ struct tddb_snapshot {
 	uint32_t overflow_live;
 	uint64_t window_start_ns;
 	uint64_t window_ns;      /* |W| */
+	uint64_t counted_ns;     /* the part of |W| the open intervals reach */
 	uint64_t tracked_ns;     /* clamped: runnable <= tracked <= |W| * records */
 	uint64_t runnable_ns;
 	uint64_t idle_by_kind_ns[TDSTAT_WAIT_KIND_COUNT]; /* sum to tracked - runnable */
@@ -284,6 +313,8 @@ void tddb_image_query(const struct td_thragent *agent, struct tddb_image *image)
 
 /* Statistics (stats.c). */
 td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns);
+/* Deletes the agent's CPU timer, if it armed one (td_ta_delete). */
+void tddb_cpu_timer_release(struct td_thragent *agent);
 td_err_e tddb_stats_ns(struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats);
 /* The 64-bit statistics of a snapshot already taken (adds the CPU clock;
  * the agent's last reading of it may change, stats.c). */

@@ -10,7 +10,8 @@
  * (b.runnable_ns - a.runnable_ns) / (b.window_ns - a.window_ns).
  *
  * The snapshot's window ends when it is taken (window_start_ns +
- * window_ns).  A thread woken from a wait counts as runnable from the
+ * window_ns); averages between two snapshots divide by the growth of
+ * counted_ns, up to which the threads are counted.  A thread woken from a wait counts as runnable from the
  * wake-up, which it learns only when it runs again: a wait's last
  * TDSTAT_COMMIT_LAG_NS (10 ms) are not final, so a thread still waiting
  * counts as idle only up to that long before the snapshot, and a short
@@ -61,6 +62,19 @@ typedef struct td_ta_stats_ns {
 	 * window_start_realtime_ns + (t - window_start_ns); 0: unknown (a
 	 * shim of ABI 2.0 has no anchor). */
 	uint64_t window_start_realtime_ns;
+	/* Fourth version: how far into the window the threads are counted.
+	 * A thread's current state counts up to the reader's clock before it
+	 * read that thread's record (less TDSTAT_COMMIT_LAG_NS for a wait);
+	 * window_start_ns + counted_ns is the mean of those clocks over the
+	 * live threads, while window_ns ends at the clock after all the
+	 * reads.  counted_ns <= window_ns.  The average number of LWPs
+	 * (or runnable, or idle threads) between two snapshots a and b of a
+	 * window is (b.lwps_ns - a.lwps_ns) / (b.counted_ns - a.counted_ns):
+	 * dividing by the growth of window_ns instead mixes in how long
+	 * each snapshot's reads took, which can make LWPs exceed the threads
+	 * over a short interval.  0 from a library of an earlier version
+	 * (size does not cover it). */
+	uint64_t counted_ns;
 } td_ta_stats_ns_t;
 
 /* The names of the wait kinds, the keys of idle_by_kind_ns ("mutex",
@@ -72,7 +86,8 @@ extern const char *td_wait_kind_name(unsigned int __kind);
  * than the first version of this struct (everything up to snapshot_ns).
  * A size that covers idle_by_kind_ns asks for the kinds too (a snapshot
  * that also reads the records' details); one that covers
- * window_start_realtime_ns gets the anchor. */
+ * window_start_realtime_ns gets the anchor; one that covers counted_ns
+ * gets that figure. */
 extern td_err_e td_ta_get_stats_ns(const td_thragent_t *__ta, td_ta_stats_ns_t *__stats);
 
 /*

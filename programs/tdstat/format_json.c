@@ -85,7 +85,8 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 		idle_by(out, row->idle_by);
 	}
 	if (row->has_kernel)
-		fprintf(out, ",\"cpu\":%.6f,\"run_queue\":%.6f", row->cpu, row->run_queue);
+		fprintf(out, ",\"cpu\":%.6f,\"run_queue\":%.6f,\"kernel_window_s\":%.6f", row->cpu, row->run_queue,
+			row->kernel_window_s);
 	if (row->untracked >= 0)
 		fprintf(out, ",\"untracked\":%.6f", row->untracked);
 	fprintf(out, ",\"window_s\":%.6f}\n", row->window_s);

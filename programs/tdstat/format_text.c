@@ -8,6 +8,7 @@
 #include <tdstat/thread_db_sync.h>
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -55,6 +56,72 @@ static void start(struct tdstat_output *output)
 			"IDLE BY KIND");
 }
 
+/*
+ * -t prints a row per thread on every line: a thousand rows a line at 100
+ * lines a second.  printf took most of tdstat's time there, so a row is
+ * put together by hand (the same text as the printf formats below would
+ * give: a share as "%.2f", rounded to nearest, ties to even, as printf
+ * rounds the exact binary value, which rint of the scaled value matches
+ * but for values within an ulp of a tie).
+ */
+struct row_text {
+	char *at, *end;
+};
+
+static void put_bytes(struct row_text *text, const char *bytes, size_t length)
+{
+	if (length > (size_t)(text->end - text->at))
+		length = (size_t)(text->end - text->at);
+	memcpy(text->at, bytes, length);
+	text->at += length;
+}
+
+static void put_spaces(struct row_text *text, size_t count)
+{
+	while (count-- && text->at < text->end)
+		*text->at++ = ' ';
+}
+
+/* `bytes` padded to `width`: on the left (right-aligned) or the right. */
+static void put_padded(struct row_text *text, const char *bytes, size_t width, bool right_align)
+{
+	size_t length = strlen(bytes);
+
+	if (right_align && length < width)
+		put_spaces(text, width - length);
+	put_bytes(text, bytes, length);
+	if (!right_align && length < width)
+		put_spaces(text, width - length);
+}
+
+/* "%.2f" of a share (0 <= share < 1e15), or "-" when unknown. */
+static void share_text(char *text, size_t size, bool known, double share)
+{
+	char digits[24];
+	int n = 0;
+
+	if (!known || size < 24) {
+		snprintf(text, size, "-");
+		return;
+	}
+	if (!(share >= 0 && share < 1e15)) {
+		snprintf(text, size, "%.2f", share);
+		return;
+	}
+	unsigned long long hundredths = (unsigned long long)rint(share * 100);
+	do {
+		digits[n++] = (char)('0' + hundredths % 10);
+		hundredths /= 10;
+	} while (hundredths || n < 3);
+	size_t at = 0;
+	for (int i = n - 1; i >= 0; i--) {
+		text[at++] = digits[i];
+		if (i == 2)
+			text[at++] = '.';
+	}
+	text[at] = '\0';
+}
+
 /* "cond 2.00 mutex 0.98 sleep 1.00": the kinds with idle time, heaviest
  * first (of a line or of a thread). */
 static void idle_by_text(char *text, size_t size, bool has_kinds, const double *idle_by)
@@ -76,8 +143,22 @@ static void idle_by_text(char *text, size_t size, bool has_kinds, const double *
 		if (heaviest < 0 || used >= size)
 			break;
 		shown[heaviest] = true;
-		used += (size_t)snprintf(text + used, size - used, "%s%s %.2f", used ? " " : "",
-					 td_wait_kind_name((unsigned)heaviest), idle_by[heaviest]);
+		char share[24];
+		const char *name = td_wait_kind_name((unsigned)heaviest);
+		size_t name_length = strlen(name), share_length;
+
+		share_text(share, sizeof(share), true, idle_by[heaviest]);
+		share_length = strlen(share);
+		/* "%s%s %s", by hand (a row per thread per line) */
+		if (used + 1 + name_length + 1 + share_length + 1 > size)
+			break;
+		if (used)
+			text[used++] = ' ';
+		memcpy(text + used, name, name_length);
+		used += name_length;
+		text[used++] = ' ';
+		memcpy(text + used, share, share_length + 1);
+		used += share_length;
 	}
 	if (!text[0])
 		snprintf(text, size, "-");
@@ -147,41 +228,90 @@ static void table_header(struct tdstat_output *output, enum printed table, const
 		state->last = table;
 }
 
-static void share_text(char *text, size_t size, bool known, double share)
+/* "%d" of a tid. */
+static void tid_text(char *text, pid_t tid)
 {
-	if (known)
-		snprintf(text, size, "%.2f", share);
-	else
-		snprintf(text, size, "-");
+	char digits[16];
+	unsigned int value = tid < 0 ? 0u - (unsigned int)tid : (unsigned int)tid;
+	int n = 0;
+	size_t at = 0;
+
+	do {
+		digits[n++] = (char)('0' + value % 10);
+		value /= 10;
+	} while (value);
+	if (tid < 0)
+		text[at++] = '-';
+	while (n)
+		text[at++] = digits[--n];
+	text[at] = '\0';
 }
 
 /* -t: the columns of tdstat(1), "Threads". */
 static void thread(struct tdstat_output *output, const struct tdstat_thread_row *row)
 {
-	char runnable[16], idle[16], cpu[16], run_queue[16], untracked[16], kinds[256], now[600];
+	char runnable[24], idle[24], cpu[24], run_queue[24], untracked[24], kinds[256], tid[16];
+	char line[2048];
+	struct row_text text = { line, line + sizeof(line) - 1 };
 	bool own = row->tracked && row->shim_known;
 
-	table_header(output, PRINTED_THREAD,
-		     "     TID NAME             RUNNABLE    CPU   RUNQ   IDLE UNTRACKED  IDLE BY KIND"
-		     "                   WAITING NOW IN\n");
+	/* The kernel's columns over a longer interval than the line's
+	 * (tdstat.h, TDSTAT_KERNEL_COST_FACTOR): said in the header. */
+	if (row->has_kernel && row->kernel_window_s > row->window_s * 1.5) {
+		char header[256];
+
+		snprintf(header, sizeof(header),
+			 "     TID NAME             RUNNABLE    CPU   RUNQ   IDLE UNTRACKED  IDLE BY KIND"
+			 "                   WAITING NOW IN  (CPU RUNQ UNTRACKED: last %.2fs)\n",
+			 row->kernel_window_s);
+		table_header(output, PRINTED_THREAD, header);
+	} else
+		table_header(output, PRINTED_THREAD,
+			     "     TID NAME             RUNNABLE    CPU   RUNQ   IDLE UNTRACKED  IDLE BY KIND"
+			     "                   WAITING NOW IN\n");
 	share_text(runnable, sizeof(runnable), own, row->runnable);
 	share_text(idle, sizeof(idle), own, row->idle);
 	share_text(cpu, sizeof(cpu), row->has_kernel, row->cpu);
 	share_text(run_queue, sizeof(run_queue), row->has_kernel, row->run_queue);
 	share_text(untracked, sizeof(untracked), row->untracked >= 0, row->untracked);
 	idle_by_text(kinds, sizeof(kinds), own, row->idle_by);
-	if (!row->tracked)
-		snprintf(now, sizeof(now), "(no record: not tracked)");
-	else if (row->wait_kind < 0)
-		snprintf(now, sizeof(now), "-");
-	else if (row->site_name[0])
-		snprintf(now, sizeof(now), "%s %s in %s", td_wait_kind_name((unsigned)row->wait_kind),
-			 row->object_name, row->site_name);
-	else
-		snprintf(now, sizeof(now), "%s %s at 0x%" PRIx64, td_wait_kind_name((unsigned)row->wait_kind),
-			 row->object_name, row->site);
-	fprintf(output->out, "%8d %-16s %8s %6s %6s %6s %9s  %-30s %s\n", (int)row->tid, row->name, runnable, cpu,
-		run_queue, idle, untracked, kinds, now);
+	tid_text(tid, row->tid);
+	/* "%8d %-16s %8s %6s %6s %6s %9s  %-30s %s\n" */
+	put_padded(&text, tid, 8, true);
+	put_spaces(&text, 1);
+	put_padded(&text, row->name, 16, false);
+	put_spaces(&text, 1);
+	put_padded(&text, runnable, 8, true);
+	put_spaces(&text, 1);
+	put_padded(&text, cpu, 6, true);
+	put_spaces(&text, 1);
+	put_padded(&text, run_queue, 6, true);
+	put_spaces(&text, 1);
+	put_padded(&text, idle, 6, true);
+	put_spaces(&text, 1);
+	put_padded(&text, untracked, 9, true);
+	put_spaces(&text, 2);
+	put_padded(&text, kinds, 30, false);
+	put_spaces(&text, 1);
+	if (!row->tracked) {
+		put_padded(&text, "(no record: not tracked)", 0, false);
+	} else if (row->wait_kind < 0) {
+		put_padded(&text, "-", 0, false);
+	} else {
+		put_padded(&text, td_wait_kind_name((unsigned)row->wait_kind), 0, false);
+		put_spaces(&text, 1);
+		put_padded(&text, row->object_name, 0, false);
+		if (row->site_name[0]) {
+			put_padded(&text, " in ", 0, false);
+			put_padded(&text, row->site_name, 0, false);
+		} else {
+			char site[32];
+			snprintf(site, sizeof(site), " at 0x%" PRIx64, row->site);
+			put_padded(&text, site, 0, false);
+		}
+	}
+	*text.at++ = '\n';
+	fwrite(line, 1, (size_t)(text.at - line), output->out);
 }
 
 /* -w: the columns of tdstat(1), "Objects"; rows under SHOWN_MIN left out. */

@@ -11,6 +11,7 @@
  */
 #include "tdstat.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include <tdstat/fraction.h>
@@ -38,9 +39,15 @@ static void integrals_between(struct integrals *out, const td_ta_stats_ns_t *fro
 	static const td_ta_stats_ns_t window_start;
 	uint64_t cpu_ns;
 
+	/* Between two snapshots, the span the threads were counted over
+	 * (thread_db_stats.h, counted_ns); over the window so far, the
+	 * window, as td_ta_get_stats reports it. */
+	if (from && tdstat_stats_counted(from) && tdstat_stats_counted(to))
+		out->window_ns = growth(from->counted_ns, to->counted_ns);
+	else
+		out->window_ns = growth(from ? from->window_ns : 0, to->window_ns);
 	if (!from)
 		from = &window_start;
-	out->window_ns = growth(from->window_ns, to->window_ns);
 	out->lwps_ns = growth(from->lwps_ns, to->lwps_ns);
 	out->runnable_ns = minimum(growth(from->runnable_ns, to->runnable_ns), out->lwps_ns);
 	cpu_ns = growth(from->cpu_ns, to->cpu_ns);
@@ -89,6 +96,21 @@ void tdstat_interval_compute(struct tdstat_interval *out, pid_t pid,
 	for (int k = 0; out->has_kinds && k < TDSTAT_WAIT_KIND_COUNT; k++)
 		out->idle_by[k] = average(growth(from ? from->idle_by_kind_ns[k] : 0, to->idle_by_kind_ns[k]),
 					  in.window_ns);
+}
+
+bool tdstat_stats_counted(const td_ta_stats_ns_t *stats)
+{
+	return stats->size >= offsetof(td_ta_stats_ns_t, counted_ns) + sizeof(stats->counted_ns);
+}
+
+/* The span of an interval between two snapshots of one window (from
+ * NULL: the window so far), as every average of a line divides by it. */
+uint64_t tdstat_interval_span_ns(const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to)
+{
+	struct integrals in;
+
+	integrals_between(&in, from, to);
+	return in.window_ns;
 }
 
 bool tdstat_same_window(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b)

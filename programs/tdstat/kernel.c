@@ -152,6 +152,8 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 	struct open_file *kept = NULL;
 	DIR *tasks;
 
+	uint64_t begun = monotonic_ns();
+
 	sample->count = 0;
 	sample->threads = NULL;
 	raise_file_limit();
@@ -209,6 +211,7 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 	}
 	closedir(tasks);
 	sample->taken_ns = monotonic_ns();
+	sample->cost_ns = sample->taken_ns - begun;
 	/* The files of threads that are gone; the others stay open. */
 	close_files(schedstat_files.files, schedstat_files.count);
 	free(schedstat_files.files);
@@ -311,15 +314,17 @@ bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]
 	char path[64];
 	ssize_t length;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
 	uint64_t now = monotonic_ns();
 
-	if (!kept)
-		return comm_at(path, comm);
-	if (kept->comm_fd >= 0 && now - kept->comm_read_ns < COMM_REREAD_NS) {
+	/* The path is formatted only when a file is opened: a row per
+	 * thread per line asks for names mostly kept. */
+	if (kept && kept->comm_fd >= 0 && now - kept->comm_read_ns < COMM_REREAD_NS) {
 		memcpy(comm, kept->comm, TDSTAT_COMM_SIZE);
 		return comm[0] != '\0';
 	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	if (!kept)
+		return comm_at(path, comm);
 	if (kept->comm_fd < 0)
 		kept->comm_fd = open(path, O_RDONLY | O_CLOEXEC);
 	length = kept->comm_fd >= 0 ? pread(kept->comm_fd, comm, TDSTAT_COMM_SIZE - 1, 0) : -1;

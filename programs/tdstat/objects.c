@@ -183,7 +183,7 @@ size_t tdstat_object_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const
 
 	if (from && !tdstat_same_window(&from->stats, &to->stats))
 		from = NULL;
-	window_ns = growth(from ? from->stats.window_ns : 0, to->stats.window_ns);
+	window_ns = tdstat_interval_span_ns(from ? &from->stats : NULL, &to->stats);
 	from_end = from ? tdstat_reading_end_ns(from) : to->stats.window_start_ns;
 	/* Readers leave the last commit lag of a wait open (region.h). */
 	to_end = tdstat_reading_end_ns(to);

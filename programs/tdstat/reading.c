@@ -56,13 +56,37 @@ td_err_e tdstat_reading_threads(const td_thragent_t *agent, struct tdstat_readin
 	return err;
 }
 
-td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading)
+td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading, bool kernel)
 {
 	td_err_e err = tdstat_reading_threads(target->agent, reading);
 
-	if (err == TD_OK)
+	if (err == TD_OK && kernel)
 		reading->kernel_valid = tdstat_kernel_sample(target->pid, &reading->kernel);
 	return err;
+}
+
+bool tdstat_reading_copy(struct tdstat_reading *copy, const struct tdstat_reading *reading)
+{
+	*copy = *reading;
+	copy->threads = NULL;
+	copy->kernel.threads = NULL;
+	if (reading->count) {
+		copy->threads = malloc(reading->count * sizeof(*copy->threads));
+		if (!copy->threads)
+			goto fail;
+		memcpy(copy->threads, reading->threads, reading->count * sizeof(*copy->threads));
+	}
+	if (reading->kernel.count) {
+		copy->kernel.threads = malloc(reading->kernel.count * sizeof(*copy->kernel.threads));
+		if (!copy->kernel.threads)
+			goto fail;
+		memcpy(copy->kernel.threads, reading->kernel.threads, reading->kernel.count * sizeof(*copy->kernel.threads));
+	}
+	return true;
+fail:
+	free(copy->threads);
+	memset(copy, 0, sizeof(*copy));
+	return false;
 }
 
 void tdstat_reading_free(struct tdstat_reading *reading)

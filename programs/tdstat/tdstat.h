@@ -91,6 +91,7 @@ struct tdstat_interval {
  * in the run queue (/proc/PID/task/TID/schedstat), sorted by tid. */
 struct tdstat_kernel_sample {
 	uint64_t taken_ns;   /* CLOCK_MONOTONIC */
+	uint64_t cost_ns;    /* what taking it took */
 	size_t count;
 	struct tdstat_kernel_thread {
 		pid_t tid;
@@ -134,6 +135,8 @@ struct tdstat_thread_row {
 	double cpu, run_queue;  /* schedstat: on a CPU, waiting for one */
 	double untracked;       /* runnable - (cpu + run_queue), at least 0; < 0: unknown */
 	double window_s;
+	double kernel_window_s; /* what cpu, run_queue and untracked cover: window_s,
+				 * or the last kernel interval (TDSTAT_KERNEL_COST_FACTOR) */
 };
 
 /* A row of -w (objects.c): where idle time went over an interval. */
@@ -262,6 +265,16 @@ void tdstat_interval_compute(struct tdstat_interval *out, pid_t pid,
 			     const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to);
 /* True when both snapshots belong to the same window. */
 bool tdstat_same_window(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b);
+/* Whether the library filled counted_ns (its fourth version). */
+bool tdstat_stats_counted(const td_ta_stats_ns_t *stats);
+/* What a line's averages over [from, to] divide by: the growth of
+ * counted_ns between two snapshots, the window so far when from is NULL. */
+uint64_t tdstat_interval_span_ns(const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to);
+/* Whether the library filled counted_ns (its fourth version). */
+bool tdstat_stats_counted(const td_ta_stats_ns_t *stats);
+/* What a line's averages over [from, to] divide by: the growth of
+ * counted_ns between two snapshots, the window so far when from is NULL. */
+uint64_t tdstat_interval_span_ns(const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to);
 
 /* kernel.c */
 /* Samples pid's threads; false when /proc does not let us. */
@@ -278,8 +291,11 @@ bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]
 void tdstat_printable(char *text);
 
 /* reading.c */
-/* On failure returns the td_err_e and leaves nothing to free. */
-td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading);
+/* On failure returns the td_err_e and leaves nothing to free.  With
+ * `kernel`, the kernel's per-thread figures too (kernel_valid). */
+td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading, bool kernel);
+/* A copy of a reading that owns its own arrays; false: no memory. */
+bool tdstat_reading_copy(struct tdstat_reading *copy, const struct tdstat_reading *reading);
 /* The threads and the process only, no kernel figures (a core). */
 td_err_e tdstat_reading_threads(const td_thragent_t *agent, struct tdstat_reading *reading);
 void tdstat_reading_free(struct tdstat_reading *reading);
@@ -297,6 +313,34 @@ void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat
 /* The process's untracked average from the rows over an interval; < 0
  * when not known. */
 double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count);
+
+/*
+ * The kernel's figures (schedstat of every thread: the CPU, RUNQ and
+ * UNTRACKED columns and the process's untracked) are read for every
+ * line at intervals of TDSTAT_KERNEL_EVERY_LINE_S or more; at shorter
+ * ones, again only once TDSTAT_KERNEL_COST_FACTOR times what the last
+ * reading of them took has passed (at most 1% of a CPU goes to them).
+ * At 100 lines a second on a thousand threads, reading them for every
+ * line cost tdstat about 40% of a CPU; now every 20th line or so reads
+ * them.  A line between two kernel readings shows those of the last
+ * kernel interval (row.kernel_window_s), carried here.
+ */
+#define TDSTAT_KERNEL_EVERY_LINE_S 0.1
+#define TDSTAT_KERNEL_COST_FACTOR 100
+struct tdstat_kernel_carry {
+	bool valid;
+	double untracked;               /* the process's; < 0: unknown */
+	size_t count;
+	struct tdstat_thread_row *rows; /* sorted by tid; only the kernel's columns matter */
+};
+/* The rows of [from, to] as tdstat_thread_rows, with the kernel's columns
+ * over [kernel_from, to] when `to` has kernel figures and `from` has
+ * none (kernel_from: the last reading that had them), else from the
+ * carry; updates the carry and sets *untracked (the process's). */
+size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,
+				  const struct tdstat_reading *kernel_from, const struct tdstat_reading *to,
+				  struct tdstat_kernel_carry *carry, struct tdstat_thread_row **rows, double *untracked);
+void tdstat_kernel_carry_free(struct tdstat_kernel_carry *carry);
 
 /* objects.c: the rows of -w over [from, to], heaviest first, names
  * resolved; *rows is malloc'd. */

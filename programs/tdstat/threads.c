@@ -121,7 +121,7 @@ size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const st
 		return 0;
 	if (from && !tdstat_same_window(&from->stats, &to->stats))
 		from = NULL;
-	window_ns = (double)growth(from ? from->stats.window_ns : 0, to->stats.window_ns);
+	window_ns = (double)tdstat_interval_span_ns(from ? &from->stats : NULL, &to->stats);
 	/* Threads the shim tracks, alive now (tid 0: not started yet). */
 	for (size_t i = 0; i < to->count; i++) {
 		const td_thr_stats_ns_t *now = &to->threads[i];
@@ -151,6 +151,8 @@ size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const st
 
 		row->pid = pid;
 		row->has_kernel = kernel_shares(from, to, row->tid, &row->cpu, &row->run_queue);
+		if (row->has_kernel)
+			row->kernel_window_s = (double)(to->kernel.taken_ns - from->kernel.taken_ns) / 1e9;
 		row->untracked = -1;
 		if (row->has_kernel && row->tracked && row->shim_known)
 			row->untracked = row->runnable > row->cpu + row->run_queue
@@ -183,4 +185,104 @@ double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count)
 	if (!known)
 		return -1;
 	return total > 0 ? total : 0;
+}
+
+void tdstat_kernel_carry_free(struct tdstat_kernel_carry *carry)
+{
+	free(carry->rows);
+	memset(carry, 0, sizeof(*carry));
+}
+
+static void kernel_columns_from(struct tdstat_thread_row *row, const struct tdstat_thread_row *source)
+{
+	row->has_kernel = source->has_kernel;
+	row->cpu = source->cpu;
+	row->run_queue = source->run_queue;
+	row->untracked = source->untracked;
+	row->kernel_window_s = source->kernel_window_s;
+}
+
+/* Each row of `rows` with a tid in `source` (both sorted by tid) takes
+ * its kernel columns; rows of threads the shim has no record of that only
+ * `source` has are added when `add_untracked` (a line without a kernel
+ * reading knows them only from the last one).  Returns the new count. */
+static size_t overlay_kernel(struct tdstat_thread_row **rows_io, size_t count, const struct tdstat_thread_row *source,
+			     size_t source_count, bool add_untracked)
+{
+	struct tdstat_thread_row *rows = *rows_io;
+	size_t added = 0;
+
+	for (size_t i = 0, j = 0; i < count; i++) {
+		while (j < source_count && source[j].tid < rows[i].tid)
+			j++;
+		if (j < source_count && source[j].tid == rows[i].tid)
+			kernel_columns_from(&rows[i], &source[j]);
+	}
+	if (!add_untracked)
+		return count;
+	for (size_t j = 0; j < source_count; j++)
+		if (!source[j].tracked && !bsearch(&source[j], rows, count, sizeof(*rows), by_tid))
+			added++;
+	if (!added)
+		return count;
+	struct tdstat_thread_row *more = realloc(rows, (count + added) * sizeof(*rows));
+	if (!more)
+		return count;
+	rows = more;
+	size_t total = count;
+	for (size_t j = 0; j < source_count; j++)
+		if (!source[j].tracked && !bsearch(&source[j], rows, count, sizeof(*rows), by_tid)) {
+			rows[total] = source[j];
+			rows[total].name[0] = '\0';
+			total++;
+		}
+	qsort(rows, total, sizeof(*rows), by_tid);
+	*rows_io = rows;
+	return total;
+}
+
+size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,
+				  const struct tdstat_reading *kernel_from, const struct tdstat_reading *to,
+				  struct tdstat_kernel_carry *carry, struct tdstat_thread_row **rows_out, double *untracked)
+{
+	size_t count = tdstat_thread_rows(pid, from, to, rows_out);
+
+	if (from && !tdstat_same_window(&from->stats, &to->stats))
+		from = NULL;
+	if (!from) {
+		/* A new window: the carried figures are of the old one. */
+		carry->valid = false;
+		carry->count = 0;
+	}
+	*untracked = -1;
+	if (to->kernel_valid) {
+		if (from && !from->kernel_valid && kernel_from && kernel_from->kernel_valid) {
+			/* The kernel's interval is longer than the line's: its
+			 * columns, and the shim's runnable they are compared
+			 * with, over [kernel_from, to]. */
+			struct tdstat_thread_row *kernel_rows;
+			size_t kernel_count = tdstat_thread_rows(pid, kernel_from, to, &kernel_rows);
+
+			count = overlay_kernel(rows_out, count, kernel_rows, kernel_count, false);
+			*untracked = tdstat_untracked(kernel_rows, kernel_count);
+			free(kernel_rows);
+		} else if (from) {
+			*untracked = tdstat_untracked(*rows_out, count);
+		}
+		/* Kept for the lines until the next kernel reading. */
+		struct tdstat_thread_row *kept = realloc(carry->rows, (count ? count : 1) * sizeof(*kept));
+		if (kept) {
+			carry->rows = kept;
+			memcpy(kept, *rows_out, count * sizeof(*kept));
+			carry->count = count;
+			carry->untracked = *untracked;
+			carry->valid = from != NULL;
+		} else {
+			carry->valid = false;
+		}
+	} else if (carry->valid) {
+		count = overlay_kernel(rows_out, count, carry->rows, carry->count, true);
+		*untracked = carry->untracked;
+	}
+	return count;
 }

@@ -87,6 +87,37 @@ static bool target_stopped(pid_t pid)
 static struct tdstat_plot *plot;
 static char plot_comm[TDSTAT_COMM_SIZE];
 
+/* The kernel's figures are read when due (tdstat.h,
+ * TDSTAT_KERNEL_COST_FACTOR): the last reading that had them, and what
+ * its line showed, for the lines in between. */
+static struct tdstat_reading kernel_base;
+static struct tdstat_kernel_carry kernel_carry;
+
+static bool kernel_due(const struct tdstat_watch_options *options)
+{
+	struct timespec now;
+
+	if (!kernel_base.kernel_valid || options->interval_s >= TDSTAT_KERNEL_EVERY_LINE_S)
+		return true;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	/* Half an interval early rather than one late. */
+	return (double)((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec - kernel_base.kernel.taken_ns) +
+		       options->interval_s / 2 * 1e9 >=
+	       (double)kernel_base.kernel.cost_ns * TDSTAT_KERNEL_COST_FACTOR;
+}
+
+/* A reading that has the kernel's figures becomes the base of the next
+ * kernel interval. */
+static void kernel_base_update(const struct tdstat_reading *reading)
+{
+	struct tdstat_reading copy;
+
+	if (!reading->kernel_valid || !tdstat_reading_copy(&copy, reading))
+		return;
+	tdstat_reading_free(&kernel_base);
+	kernel_base = copy;
+}
+
 /* A line over [from, to] of one window (from NULL: the window so far),
  * then the rows of -t and -w under it, as one moment of the output. */
 static void print_line(const struct tdstat_watch_options *options, struct tdstat_output *output,
@@ -98,7 +129,9 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	struct tdstat_interval interval;
 	struct tdstat_thread_row *threads;
 	struct tdstat_object_row *objects = NULL;
-	size_t thread_count = tdstat_thread_rows(options->pid, from, to, &threads);
+	double untracked;
+	size_t thread_count = tdstat_thread_rows_carried(options->pid, from, &kernel_base, to, &kernel_carry, &threads,
+							 &untracked);
 	size_t object_count = 0;
 
 	tdstat_interval_compute(&interval, options->pid, from ? &from->stats : NULL, &to->stats);
@@ -108,7 +141,7 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	 * figure since the window's start); a stopped process is asleep for
 	 * the kernel without any wait of its own. */
 	if (interval.stopped == TDSTAT_RUNNING)
-		interval.untracked = tdstat_untracked(threads, thread_count);
+		interval.untracked = untracked;
 	if (options->threads)
 		tdstat_thread_rows_name(symbolizer, threads, thread_count);
 	if (options->objects) {
@@ -147,7 +180,7 @@ static int watch_tick(const struct tdstat_watch_options *options, struct tdstat_
 		      struct tdstat_reading *previous, int *status)
 {
 	struct tdstat_reading current;
-	td_err_e err = tdstat_reading_take(target, &current);
+	td_err_e err = tdstat_reading_take(target, &current, kernel_due(options));
 
 	if (err != TD_OK) {
 		if (tdstat_target_vanished(target, err)) {
@@ -170,6 +203,7 @@ static int watch_tick(const struct tdstat_watch_options *options, struct tdstat_
 		tdstat_symbolizer_renew(symbolizer);
 		print_line(options, output, target, symbolizer, NULL, &current);
 	}
+	kernel_base_update(&current);
 	tdstat_reading_free(previous);
 	*previous = current;
 	return 0;
@@ -183,7 +217,7 @@ static int watch_target(const struct tdstat_watch_options *options, struct tdsta
 	td_err_e err;
 	int status = TDSTAT_EXIT_OK;
 
-	err = tdstat_reading_take(target, &previous);
+	err = tdstat_reading_take(target, &previous, true);
 	if (err != TD_OK) {
 		tdstat_target_explain(target, err);
 		return TDSTAT_EXIT_FAILURE;
@@ -196,6 +230,7 @@ static int watch_target(const struct tdstat_watch_options *options, struct tdsta
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	tdstat_output_start(output);
 	print_line(options, output, target, symbolizer, NULL, &previous);
+	kernel_base_update(&previous);
 	for (long tick = 1; options->count == 0 || tick < options->count; tick++) {
 		add_seconds(&deadline, options->interval_s);
 		if (!sleep_until(&deadline))
@@ -204,6 +239,8 @@ static int watch_target(const struct tdstat_watch_options *options, struct tdsta
 			break;
 	}
 	tdstat_reading_free(&previous);
+	tdstat_reading_free(&kernel_base);
+	tdstat_kernel_carry_free(&kernel_carry);
 	return status;
 }
 
@@ -216,6 +253,12 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 	int status;
 
 	catch_interrupts();
+	/* Each moment of the output is flushed whole (tdstat_output_end):
+	 * line buffering would cost a write per row, a thousand a line
+	 * with -t on a thousand threads. */
+	static char stdout_buffer[1 << 16]; /* glibc sizes a buffer of its own by st_blksize */
+
+	setvbuf(stdout, stdout_buffer, _IOFBF, sizeof(stdout_buffer));
 	if (options->plot_path && !(plot = tdstat_plot_new(options->plot_path))) {
 		tdstat_error("out of memory");
 		return TDSTAT_EXIT_FAILURE;

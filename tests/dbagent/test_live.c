@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <tdstat/clock.h>
 #include <tdstat/ps_live.h>
 #include <tdstat/region.h>
 #include <tdstat/thread_db_stats.h>
@@ -273,6 +274,123 @@ Test(live, cpu_of_an_untracked_thread_is_counted)
 	cr_assert_geq(b.cpu_ns, a.cpu_ns + 50000000u, "cpu %llu then %llu: the clone's CPU is missing",
 		      (unsigned long long)a.cpu_ns, (unsigned long long)b.cpu_ns);
 	session_stop(&s);
+}
+
+/* A visitor that takes its time: a walk of a few milliseconds. */
+static int slow_visitor(const td_thr_stats_ns_t *thread, void *data)
+{
+	uint64_t until = tdstat_monotonic_ns() + 20000;
+
+	(void)thread;
+	(void)data;
+	while (tdstat_monotonic_ns() < until)
+		;
+	return 0;
+}
+
+/*
+ * counted_ns (the fourth version of td_ta_stats_ns_t): a snapshot counts
+ * each thread up to its clock before the reads and ends its window at
+ * the clock after them.  With every thread asleep, LWPs between two
+ * snapshots is the thread count exactly when divided by the growth of
+ * counted_ns; the growth of window_ns differs by how much longer one
+ * snapshot's reads took than the other's (here a slow visitor makes
+ * every other one take milliseconds longer), which made the command
+ * show more LWPs than threads.
+ */
+Test(live, lwps_between_snapshots_divide_by_counted_time)
+{
+	td_ta_stats_ns_t snapshots[8];
+	struct session s;
+
+	session_start(&s, "condvar", 100, 0, NULL);
+	tdtest_sleep_ms(50);
+	for (int i = 0; i < 8; i++) {
+		snapshots[i] = (td_ta_stats_ns_t){ .size = sizeof(snapshots[i]) };
+		if (i % 2)
+			cr_assert_eq(td_ta_thr_stats_iter(s.ta, slow_visitor, NULL, &snapshots[i]), TD_OK);
+		else
+			cr_assert_eq(td_ta_get_stats_ns(s.ta, &snapshots[i]), TD_OK);
+		cr_assert_eq(snapshots[i].size, sizeof(snapshots[i]));
+		cr_assert_leq(snapshots[i].counted_ns, snapshots[i].window_ns);
+		cr_assert_eq(snapshots[i].nthreads, 101);
+		tdtest_sleep_ms(5);
+	}
+	for (int i = 1; i < 8; i++) {
+		const td_ta_stats_ns_t *a = &snapshots[i - 1], *b = &snapshots[i];
+
+		cr_assert_eq(b->window_start_ns, a->window_start_ns);
+		/* counted_ns is a mean, rounded down: within 1 ns a thread at
+		 * each end. */
+		cr_assert_leq(llabs((long long)(b->lwps_ns - a->lwps_ns) - 101 * (long long)(b->counted_ns - a->counted_ns)),
+			      2 * 101,
+			     "snapshots %d and %d: lwps grew %llu, counted %llu", i - 1, i,
+			     (unsigned long long)(b->lwps_ns - a->lwps_ns),
+			     (unsigned long long)(b->counted_ns - a->counted_ns));
+	}
+	/* The slow walks do end their windows later than they count. */
+	cr_assert_geq(snapshots[1].window_ns - snapshots[1].counted_ns, 2000000u);
+	session_stop(&s);
+}
+
+/* The POSIX timers of this process on `clock`: /proc/self/timers lists
+ * each with its "ClockID:". */
+static int timers_on_clock(clockid_t clock)
+{
+	FILE *timers = fopen("/proc/self/timers", "r");
+	char line[128];
+	int count = 0;
+
+	cr_assert_not_null(timers, "/proc/self/timers: %s", strerror(errno));
+	while (fgets(line, sizeof(line), timers)) {
+		long id;
+		if (sscanf(line, "ClockID: %ld", &id) == 1 && id == (long)clock)
+			count++;
+	}
+	fclose(timers);
+	return count;
+}
+
+/*
+ * On a large target (libc_db's TDDB_CPU_TIMER_THREADS: 1,000 threads) an
+ * agent arms a timer on the target's process CPU clock, so the kernel
+ * keeps the total instead of walking every thread on each read
+ * (docs/READER.md "The process CPU clock").  The timer is the agent's:
+ * one per agent, none on a small target, gone at td_ta_delete (a leak
+ * would keep the target paying for it).
+ */
+Test(live, cpu_timer_is_per_agent_and_released)
+{
+	td_ta_stats_ns_t a = { .size = sizeof(a) }, b = { .size = sizeof(b) };
+	struct session s, small;
+	struct ps_prochandle *ph2;
+	td_thragent_t *ta2;
+	clockid_t clock;
+
+	session_start(&small, "condvar", 3, 0, NULL);
+	cr_assert_eq(td_ta_get_stats_ns(small.ta, &a), TD_OK);
+	cr_assert_eq(timers_on_clock(tdstat_process_cpu_clock(small.target.pid)), 0, "a small target has none");
+	session_stop(&small);
+
+	session_start(&s, "condvar", 1000, 0, NULL);
+	clock = tdstat_process_cpu_clock(s.target.pid);
+	cr_assert_eq(tdps_open(s.target.pid, &ph2), TDPS_OK);
+	cr_assert_eq(td_ta_new(ph2, &ta2), TD_OK);
+	cr_assert_eq(timers_on_clock(clock), 0, "no timer before a snapshot needs the clock");
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &a), TD_OK);
+	cr_assert_eq(a.nthreads, 1001);
+	cr_assert_eq(timers_on_clock(clock), 1, "the first agent's");
+	cr_assert_eq(td_ta_get_stats_ns(ta2, &b), TD_OK);
+	cr_assert_eq(timers_on_clock(clock), 2, "one per agent");
+	cr_assert_eq(td_ta_get_stats_ns(s.ta, &a), TD_OK);
+	cr_assert_eq(timers_on_clock(clock), 2, "armed once");
+	cr_assert_eq(td_ta_delete(ta2), TD_OK);
+	tdps_close(ph2);
+	cr_assert_eq(timers_on_clock(clock), 1, "td_ta_delete releases the agent's timer");
+	cr_assert_eq(td_ta_delete(s.ta), TD_OK);
+	cr_assert_eq(timers_on_clock(clock), 0, "td_ta_delete releases the agent's timer");
+	tdps_close(s.ph);
+	cr_assert_eq(live_stop(&s.target), 0);
 }
 
 Test(live, setconcurrency_both_ways)

@@ -14,6 +14,9 @@
  *                             once main has called pthread_exit
  *   workload exec-thread CMD [ARG...]
  *                             a second thread execs CMD while main waits
+ *   workload crowd            2,000 threads in pthread_cond_wait, then as
+ *                             `stdin` (many threads: a snapshot's reads
+ *                             take long enough to matter)
  *   workload shim-copies      print the number of different libtdshim.so*
  *                             files mapped in this process
  */
@@ -174,6 +177,33 @@ static int wait_for_stdin(void)
 	return 0;
 }
 
+static pthread_mutex_t crowd_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t crowd_wakeup = PTHREAD_COND_INITIALIZER;
+
+static void *crowd_member(void *argument)
+{
+	pthread_mutex_lock(&crowd_lock);
+	for (;;)
+		pthread_cond_wait(&crowd_wakeup, &crowd_lock);
+	return argument;
+}
+
+#define CROWD_THREADS 2000
+
+static int crowd(void)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	for (int i = 0; i < CROWD_THREADS; i++)
+		if (pthread_create(&thread, &attr, crowd_member, NULL) != 0)
+			return 1;
+	pthread_attr_destroy(&attr);
+	return wait_for_stdin();
+}
+
 int main(int argc, char **argv)
 {
 	int count;
@@ -182,6 +212,8 @@ int main(int argc, char **argv)
 		return wait_for_stdin();
 	if (argc == 2 && !strcmp(argv[1], "main-exits-stdin"))
 		return main_exits(stdin_after_main, 1);
+	if (argc == 2 && !strcmp(argv[1], "crowd"))
+		return crowd();
 	if (argc == 2 && !strcmp(argv[1], "shim-copies"))
 		return shim_copies();
 	if (argc >= 3 && !strcmp(argv[1], "exec-thread"))
@@ -199,7 +231,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "main-exits"))
 		return main_exits(sleeper, count);
 usage:
-	fprintf(stderr, "usage: workload stdin | main-exits-stdin | shim-copies | sleepers N MS | "
+	fprintf(stderr, "usage: workload stdin | main-exits-stdin | crowd | shim-copies | sleepers N MS | "
 		"spinners N MS | main-exits N MS | exec-thread CMD [ARG...]\n");
 	return 2;
 }
