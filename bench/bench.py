@@ -96,13 +96,15 @@ class Bench:
 
     def variant_env(self, variant, extra=None):
         env = dict(os.environ)
-        for key in ("LD_PRELOAD", "TDSTAT_ENABLE", "TDSTAT_TRACK_READS"):
+        for key in ("LD_PRELOAD", "TDSTAT_ENABLE", "TDSTAT_TRACK_READS", "TDSTAT_SYNC_TRACKING"):
             env.pop(key, None)
         if variant.startswith("tdstat"):
             env["LD_PRELOAD"] = self.shim
             env["TDSTAT_ENABLE"] = "1"
             if variant == "tdstat+reads":
                 env["TDSTAT_TRACK_READS"] = "1"
+            if variant == "tdstat+sync":
+                env["TDSTAT_SYNC_TRACKING"] = "1"
         elif variant == "naive":
             env["LD_PRELOAD"] = self.naive
         elif variant == "lttng":
@@ -161,6 +163,12 @@ class Bench:
         ("pipe", "pipe write+read of 1 byte", 500_000, "0", 1.05),
     )
 
+    # Per-object tracking on (TDSTAT_SYNC_TRACKING=1, docs/CONTRACT.md §9):
+    # the uncontended pairs against bare, the blocking paths against the
+    # shim with tracking off.
+    SYNC_TRACKING_BUDGETS = {"mutex": ("bare", 2.00), "rwlock": ("bare", 2.00), "sem": ("bare", 2.00),
+                             "condvar": ("tdstat", 1.10), "sempingpong": ("tdstat", 1.10)}
+
     def section_overhead(self):
         log("1. shim overhead, preloaded vs bare (ns/op)")
         self.overhead = {}
@@ -168,6 +176,8 @@ class Bench:
             names = ["bare", "tdstat"]
             if name == "pipe":
                 names.append("tdstat+reads")
+            if name in self.SYNC_TRACKING_BUDGETS:
+                names.append("tdstat+sync")
             names += ["naive", "lttng"]
             medians = self.alternate(self.variants(*names), lambda v: self.run_microbench(
                 v, name, self.iterations(iterations), cpus))
@@ -177,6 +187,12 @@ class Bench:
             what = label + (" (reads not tracked: default)" if name == "pipe" else "")
             self.row("1 overhead", what, f"bare {bare:.1f} ns", f"tdstat {medians['tdstat']:.1f} ns",
                      f"{ratio:.3f}x", f"<= {budget:.2f}x", self.verdict(ratio <= budget))
+            if name in self.SYNC_TRACKING_BUDGETS:
+                base, sync_budget = self.SYNC_TRACKING_BUDGETS[name]
+                ratio = medians.ratio("tdstat+sync", base)
+                self.row("1 overhead", label + ", per-object tracking on", f"{base} {medians[base]:.1f} ns",
+                         f"tracking {medians['tdstat+sync']:.1f} ns", f"{ratio:.3f}x",
+                         f"<= {sync_budget:.2f}x", self.verdict(ratio <= sync_budget))
             if name == "pipe":
                 ratio = medians.ratio("tdstat+reads", "bare")
                 self.row("1 overhead", label + ", TDSTAT_TRACK_READS=1", f"bare {bare:.1f} ns",

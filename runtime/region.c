@@ -21,6 +21,7 @@
 
 #include "shim.h"
 #include "counter_clock.h"
+#include "sync_track.h"
 
 /* In .bss: the 4 MiB of records and 8 MiB of details cost nothing until
  * threads touch them (a thread touches its record's two lines and its
@@ -323,6 +324,7 @@ static void after_fork_in_child(void)
 	bool was_enabled = header->control.window_end_ns == TDSTAT_WINDOW_OPEN;
 
 	tdshim_slots_reset_after_fork();
+	tdshim_sync_after_fork();
 	header->status.pid = getpid();
 	header->status.start_ns = tdshim_now_ns();
 	header->status.exit_ns = 0;
@@ -502,6 +504,8 @@ static void initialise_once(bool caller_is_main)
 		tdshim_thread_hide_from_race_detectors();
 		tdshim_wake_hide_from_race_detectors();
 	}
+	/* After the probes: their objects are the shim's, not the program's. */
+	tdshim_sync_init();
 	pthread_atfork(NULL, NULL, atfork_child);
 	mark_process_page_wipe_on_fork();
 	if (caller_is_main)

@@ -40,6 +40,8 @@
 #define TDSHIM_TLS __attribute__((tls_model("initial-exec")))
 
 extern struct tdstat_region tdstat_region;
+/* This copy's own region (runtime/region.c), reached without the GOT. */
+extern struct tdstat_region tdshim_own_region __attribute__((visibility("hidden")));
 
 /* Per-thread state, in static TLS (no allocation, async-signal-safe). */
 struct tdshim_thread {
@@ -120,7 +122,12 @@ extern bool tdshim_standing_down;
 /* The mutex __kind that pthread_mutex_lock takes inline (the default
  * mutex), or one no mutex has: set once at init (runtime/wrap_mutex.c). */
 #define TDSHIM_MUTEX_KIND_NEVER_INLINE (-1)
-extern int tdshim_inline_mutex_kind;
+/* The shim's half of the mutex gate (region.h's struct tdstat_sync): the
+ * inline path compares the whole gate, which a controller's tracking
+ * half turns off (runtime/sync_track.h).  NEVER_INLINE stored there makes
+ * the gate read 65535, a kind no mutex has (not even a destroyed one,
+ * whose kind glibc sets to -1). */
+#define tdshim_inline_mutex_kind (tdshim_own_region.sync.header.gate_mutex.half.shim)
 /* Lock elision on: default mutexes are not taken inline. */
 void tdshim_probe_mutex_elision(void);
 static inline void tdshim_ensure_init(void)
@@ -227,7 +234,8 @@ void tdshim_wake_hide_from_race_detectors(void);
  * arrived after the call returned.
  */
 extern int tdshim_cancel_requested;
-extern int tdshim_sem_wait_inline;
+/* sem_wait's inline take: the shim's half of its gate. */
+#define tdshim_sem_wait_inline (tdshim_own_region.sync.header.gate_sem_wait.half.shim)
 static inline void tdshim_testcancel(void)
 {
 	if (caa_unlikely(CMM_LOAD_SHARED(tdshim_cancel_requested)))

@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 
 #include "shim.h"
+#include "sync_track.h"
 
 static inline void record_ownership(pthread_mutex_t *mutex)
 {
@@ -48,10 +49,12 @@ __attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mut
 	return 0;
 }
 
-/* PTHREAD_MUTEX_TIMED_NP, unless init found that glibc or someone else
- * must see every lock (then TDSHIM_MUTEX_KIND_NEVER_INLINE): one load
- * either way, and one compare, as before. */
-int tdshim_inline_mutex_kind = PTHREAD_MUTEX_TIMED_NP;
+/* tdshim_inline_mutex_kind (shim.h): PTHREAD_MUTEX_TIMED_NP (0, the
+ * region's initial value), unless init found that glibc or someone else
+ * must see every lock (then TDSHIM_MUTEX_KIND_NEVER_INLINE).  The inline
+ * paths compare the whole gate: one load and one compare, with tracking
+ * off exactly as without it; a controller's tracking half makes no mutex
+ * match, and every lock and unlock comes to the tracked paths below. */
 
 /* glibc's elision flag in __kind (PTHREAD_MUTEX_ELISION_NP) */
 #define KIND_ELISION 256
@@ -84,7 +87,15 @@ void tdshim_probe_mutex_elision(void)
 
 static bool is_default_mutex(const pthread_mutex_t *mutex)
 {
-	return CMM_LOAD_SHARED(mutex->__data.__kind) == CMM_LOAD_SHARED(tdshim_inline_mutex_kind);
+	return CMM_LOAD_SHARED(mutex->__data.__kind) == CMM_LOAD_SHARED(TDSHIM_SYNC.gate_mutex.word);
+}
+
+/* The inline kind, whatever the tracking half says (tracked paths): the
+ * shim's half as the whole gate holds it (NEVER_INLINE reads 65535, a
+ * kind no mutex has, not -1, the kind of a destroyed mutex). */
+static bool is_inline_kind(const pthread_mutex_t *mutex)
+{
+	return CMM_LOAD_SHARED(mutex->__data.__kind) == (int)(uint16_t)CMM_LOAD_SHARED(tdshim_inline_mutex_kind);
 }
 
 /* glibc's mark of a robust mutex whose owner died without making it
@@ -115,7 +126,9 @@ static bool fails_without_waiting(const pthread_mutex_t *mutex)
 	       (type == PTHREAD_MUTEX_ERRORCHECK_NP && owner == tdshim_cached_tid());
 }
 
-__attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex, const void *site)
+/* *slept_ns: how long the lock waited, when it did (tracking only). */
+static inline __attribute__((always_inline)) int lock_other_type_timed(pthread_mutex_t *mutex, const void *site,
+									uint64_t *slept_ns)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_lock);
 	if (fails_without_waiting(mutex))
@@ -123,8 +136,52 @@ __attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex, con
 	int error = pthread_mutex_trylock(mutex);
 	if (error != EBUSY)
 		return error;
-	TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_mutex_lock), mutex, site);
-	return tdshim_real_pthread_mutex_lock(mutex);
+	uint64_t start = slept_ns ? tdshim_now_ns() : 0;
+	{
+		TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_mutex_lock), mutex, site);
+		error = tdshim_real_pthread_mutex_lock(mutex);
+	}
+	if (slept_ns)
+		*slept_ns = tdshim_now_ns() - start + 1;
+	return error;
+}
+
+/* A lock the caller now holds (robust: EOWNERDEAD too) is counted. */
+static bool lock_taken(int error)
+{
+	return error == 0 || error == EOWNERDEAD;
+}
+
+/* Tracking (runtime/sync_track.h): the same paths as untracked, timed. */
+__attribute__((noinline)) static int lock_tracked(pthread_mutex_t *mutex, const void *site)
+{
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(mutex, TDSTAT_SYNC_MUTEX);
+	uint64_t slept = 0;
+	int error = 0;
+
+	if (is_inline_kind(mutex)) {
+		if (uatomic_cmpxchg(&mutex->__data.__lock, 0, 1) == 0) {
+			record_ownership(mutex);
+		} else {
+			uint64_t start = entry ? tdshim_now_ns() : 0;
+
+			lock_default_contended(mutex, site);
+			if (entry)
+				slept = tdshim_now_ns() - start + 1;
+		}
+	} else {
+		error = lock_other_type_timed(mutex, site, entry ? &slept : NULL);
+	}
+	if (lock_taken(error))
+		tdshim_sync_locked(entry, TDSHIM_SYNC_mutex_lock, slept);
+	return error;
+}
+
+__attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex, const void *site)
+{
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex))
+		return lock_tracked(mutex, site);
+	return lock_other_type_timed(mutex, site, NULL);
 }
 
 /* The fast path is a leaf: a CAS and two stores, no call, no frame. */
@@ -138,7 +195,7 @@ TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
 	return 0;
 }
 
-TDSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
+static int timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_timedlock);
 	if (fails_without_waiting(mutex))
@@ -150,8 +207,7 @@ TDSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct t
 	return tdshim_real_pthread_mutex_timedlock(mutex, abstime);
 }
 
-TDSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t clock,
-					  const struct timespec *abstime)
+static int clocklock(pthread_mutex_t *mutex, clockid_t clock, const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_clocklock);
 	if (!tdshim_clock_supported(clock) || fails_without_waiting(mutex))
@@ -161,6 +217,37 @@ TDSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t cloc
 		return error;
 	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_mutex_clocklock), mutex);
 	return tdshim_real_pthread_mutex_clocklock(mutex, clock, abstime);
+}
+
+/* Timed locks: counted when taken; the time of the whole call counts as
+ * sleep when it took longer than a try (a contended lock). */
+static int timed_lock_counted(struct tdstat_sync_entry *entry, uint64_t start, int error)
+{
+	if (entry && lock_taken(error)) {
+		uint64_t took = tdshim_now_ns() - start;
+
+		tdshim_sync_locked(entry, TDSHIM_SYNC_mutex_lock, took > TDSTAT_STALL_NS ? took : 0);
+	}
+	return error;
+}
+
+TDSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex)))
+		return timedlock(mutex, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(mutex, TDSTAT_SYNC_MUTEX);
+	uint64_t start = entry ? tdshim_now_ns() : 0;
+	return timed_lock_counted(entry, start, timedlock(mutex, abstime));
+}
+
+TDSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t clock,
+					  const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex)))
+		return clocklock(mutex, clock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(mutex, TDSTAT_SYNC_MUTEX);
+	uint64_t start = entry ? tdshim_now_ns() : 0;
+	return timed_lock_counted(entry, start, clocklock(mutex, clock, abstime));
 }
 
 /*
@@ -178,7 +265,7 @@ __attribute__((noinline)) static void wake_default_waiter(pthread_mutex_t *mutex
 	tdshim_wake_stamp_if_gathering(mutex);
 }
 
-__attribute__((noinline)) static int unlock_other_type(pthread_mutex_t *mutex)
+static inline __attribute__((always_inline)) int unlock_through_glibc(pthread_mutex_t *mutex)
 {
 	unsigned int word = (unsigned int)CMM_LOAD_SHARED(mutex->__data.__lock);
 
@@ -187,6 +274,38 @@ __attribute__((noinline)) static int unlock_other_type(pthread_mutex_t *mutex)
 	if (error == 0 && (word == 2 || (word & FUTEX_WAITERS)))
 		tdshim_wake_stamp_if_gathering(mutex);
 	return error;
+}
+
+static void unlock_inline(pthread_mutex_t *mutex)
+{
+	mutex->__data.__owner = 0;
+	--mutex->__data.__nusers;
+	if (caa_unlikely(uatomic_xchg(&mutex->__data.__lock, 0) > 1))
+		wake_default_waiter(mutex);
+}
+
+/* The hold ends before the release, while the caller is still the only
+ * writer of the entry's hold fields. */
+__attribute__((noinline)) static int unlock_tracked(pthread_mutex_t *mutex)
+{
+	/* Only a holder's unlock ends a hold: an error-checking mutex's
+	 * unlock by another thread fails and counts nothing. */
+	int owner = CMM_LOAD_SHARED(mutex->__data.__owner);
+
+	if (owner == tdshim_cached_tid())
+		tdshim_sync_released(tdshim_sync_entry(mutex, TDSTAT_SYNC_MUTEX));
+	if (is_inline_kind(mutex)) {
+		unlock_inline(mutex);
+		return 0;
+	}
+	return unlock_through_glibc(mutex);
+}
+
+__attribute__((noinline)) static int unlock_other_type(pthread_mutex_t *mutex)
+{
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex))
+		return unlock_tracked(mutex);
+	return unlock_through_glibc(mutex);
 }
 
 TDSHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mutex)

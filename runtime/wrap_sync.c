@@ -10,6 +10,7 @@
  * takes to wake the others.
  */
 #include "shim.h"
+#include "sync_track.h"
 
 /*
  * Read locks.  glibc's rwlock keeps its state in the public __readers
@@ -24,8 +25,17 @@
 #define RWLOCK_ONE_READER 8u
 #define RWLOCK_READER_OVERFLOW (1u << 31)
 
-static bool rwlock_layout_known;
+/* The shim's half of the rwlock gate (region.h's struct tdstat_sync):
+ * 1 when the layout check passed.  The inline paths require the whole
+ * gate to be 1, so a controller's tracking half sends them to the
+ * tracked paths. */
+#define rwlock_layout_known (TDSHIM_SYNC.gate_rwlock.half.shim)
 static bool tries_unseen; /* see tdshim_sync_pass_through */
+
+static bool rwlock_inline(void)
+{
+	return CMM_LOAD_SHARED(TDSHIM_SYNC.gate_rwlock.word) == 1;
+}
 
 void tdshim_probe_rwlock_layout(void)
 {
@@ -50,7 +60,7 @@ static bool add_reader_if_idle(pthread_rwlock_t *lock)
 	return uatomic_cmpxchg(&lock->__data.__readers, seen, seen + RWLOCK_ONE_READER) == seen;
 }
 
-__attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *lock, const void *site)
+static inline __attribute__((always_inline)) int rdlock_wait(pthread_rwlock_t *lock, const void *site)
 {
 	int error = pthread_rwlock_tryrdlock(lock);
 
@@ -61,9 +71,47 @@ __attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *lock, const v
 	return tdshim_real_pthread_rwlock_rdlock(lock);
 }
 
+/* A read lock tracked: counted by atomic adds (readers run together). */
+__attribute__((noinline, cold)) static int rdlock_tracked(pthread_rwlock_t *lock, const void *site)
+{
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK);
+	uint64_t start;
+	int error;
+
+	if (CMM_LOAD_SHARED(rwlock_layout_known) == 1 && add_reader_if_idle(lock)) {
+		tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock, 1);
+		return 0;
+	}
+	error = pthread_rwlock_tryrdlock(lock);
+	if (error != EBUSY) {
+		if (error == 0)
+			tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock, 1);
+		return error;
+	}
+	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_rdlock);
+	start = entry ? tdshim_now_ns() : 0;
+	{
+		TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_rwlock_rdlock), lock, site);
+		error = tdshim_real_pthread_rwlock_rdlock(lock);
+	}
+	if (error == 0 && entry) {
+		tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock, 1);
+		tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock_sleep, 1);
+		tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock_sleep_time, tdshim_now_ns() - start + 1);
+	}
+	return error;
+}
+
+__attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *lock, const void *site)
+{
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock))
+		return rdlock_tracked(lock, site);
+	return rdlock_wait(lock, site);
+}
+
 TDSHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *lock)
 {
-	if (caa_likely(CMM_LOAD_SHARED(rwlock_layout_known)) && caa_likely(add_reader_if_idle(lock)))
+	if (caa_likely(rwlock_inline()) && caa_likely(add_reader_if_idle(lock)))
 		return 0;
 	return rdlock_slow(lock, TDSHIM_CALL_SITE());
 }
@@ -75,8 +123,29 @@ __attribute__((noinline)) static int wrlock_wait(pthread_rwlock_t *lock, const v
 	return tdshim_real_pthread_rwlock_wrlock(lock);
 }
 
+/* A write lock tracked: its holder alone writes the counts. */
+__attribute__((noinline, cold)) static int wrlock_tracked(pthread_rwlock_t *lock, const void *site)
+{
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK);
+	int error = pthread_rwlock_trywrlock(lock);
+	uint64_t slept = 0;
+
+	if (error == EBUSY) {
+		uint64_t start = entry ? tdshim_now_ns() : 0;
+
+		error = wrlock_wait(lock, site);
+		if (entry)
+			slept = tdshim_now_ns() - start + 1;
+	}
+	if (error == 0)
+		tdshim_sync_locked(entry, TDSHIM_SYNC_rw_wrlock, slept);
+	return error;
+}
+
 TDSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *lock)
 {
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock))
+		return wrlock_tracked(lock, TDSHIM_CALL_SITE());
 	int error = pthread_rwlock_trywrlock(lock);
 
 	if (caa_likely(error != EBUSY))
@@ -84,7 +153,7 @@ TDSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *lock)
 	return wrlock_wait(lock, TDSHIM_CALL_SITE());
 }
 
-TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struct timespec *abstime)
+static inline __attribute__((always_inline)) int pthread_rwlock_timedrdlock_untracked(pthread_rwlock_t *lock, const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_timedrdlock);
 	if (!tdshim_rwlock_abstime_valid(CLOCK_REALTIME, abstime))
@@ -96,7 +165,7 @@ TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struc
 	return tdshim_real_pthread_rwlock_timedrdlock(lock, abstime);
 }
 
-TDSHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *lock, const struct timespec *abstime)
+static inline __attribute__((always_inline)) int pthread_rwlock_timedwrlock_untracked(pthread_rwlock_t *lock, const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_timedwrlock);
 	if (!tdshim_rwlock_abstime_valid(CLOCK_REALTIME, abstime))
@@ -108,8 +177,9 @@ TDSHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *lock, const struc
 	return tdshim_real_pthread_rwlock_timedwrlock(lock, abstime);
 }
 
-TDSHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *lock, clockid_t clock,
-					     const struct timespec *abstime)
+static inline __attribute__((always_inline)) int pthread_rwlock_clockrdlock_untracked(pthread_rwlock_t *lock,
+											clockid_t clock,
+											const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_clockrdlock);
 	if (!tdshim_rwlock_abstime_valid(clock, abstime))
@@ -121,8 +191,9 @@ TDSHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *lock, clockid_t c
 	return tdshim_real_pthread_rwlock_clockrdlock(lock, clock, abstime);
 }
 
-TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t clock,
-					     const struct timespec *abstime)
+static inline __attribute__((always_inline)) int pthread_rwlock_clockwrlock_untracked(pthread_rwlock_t *lock,
+											clockid_t clock,
+											const struct timespec *abstime)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_clockwrlock);
 	if (!tdshim_rwlock_abstime_valid(clock, abstime))
@@ -132,6 +203,84 @@ TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t c
 		return error;
 	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_rwlock_clockwrlock), lock);
 	return tdshim_real_pthread_rwlock_clockwrlock(lock, clock, abstime);
+}
+
+/*
+ * Timed and clock read and write locks, tracked: counted when taken; the
+ * whole call's time counts as a sleep when it took longer than a try
+ * (TDSTAT_STALL_NS): the lock was contended.
+ */
+static uint64_t timed_sleep_ns(uint64_t start)
+{
+	uint64_t took = tdshim_now_ns() - start;
+
+	return took > TDSTAT_STALL_NS ? took : 0;
+}
+
+__attribute__((noinline, cold)) static int timed_rdlock_counted(struct tdstat_sync_entry *entry, uint64_t start,
+								int error)
+{
+	if (entry && error == 0) {
+		uint64_t slept = timed_sleep_ns(start);
+
+		tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock, 1);
+		if (slept) {
+			tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock_sleep, 1);
+			tdshim_sync_add(entry, TDSHIM_SYNC_rw_rdlock_sleep_time, slept);
+		}
+	}
+	return error;
+}
+
+__attribute__((noinline, cold)) static int timed_wrlock_counted(struct tdstat_sync_entry *entry, uint64_t start,
+								int error)
+{
+	if (entry && error == 0)
+		tdshim_sync_locked(entry, TDSHIM_SYNC_rw_wrlock, timed_sleep_ns(start));
+	return error;
+}
+
+static uint64_t tracked_start(const struct tdstat_sync_entry *entry)
+{
+	return entry ? tdshim_now_ns() : 0;
+}
+
+TDSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *lock, const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock)))
+		return pthread_rwlock_timedrdlock_untracked(lock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK);
+	uint64_t start = tracked_start(entry);
+	return timed_rdlock_counted(entry, start, pthread_rwlock_timedrdlock_untracked(lock, abstime));
+}
+
+TDSHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *lock, const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock)))
+		return pthread_rwlock_timedwrlock_untracked(lock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK);
+	uint64_t start = tracked_start(entry);
+	return timed_wrlock_counted(entry, start, pthread_rwlock_timedwrlock_untracked(lock, abstime));
+}
+
+TDSHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *lock, clockid_t clock,
+					     const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock)))
+		return pthread_rwlock_clockrdlock_untracked(lock, clock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK);
+	uint64_t start = tracked_start(entry);
+	return timed_rdlock_counted(entry, start, pthread_rwlock_clockrdlock_untracked(lock, clock, abstime));
+}
+
+TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t clock,
+					     const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock)))
+		return pthread_rwlock_clockwrlock_untracked(lock, clock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK);
+	uint64_t start = tracked_start(entry);
+	return timed_wrlock_counted(entry, start, pthread_rwlock_clockwrlock_untracked(lock, clock, abstime));
 }
 
 /*
@@ -172,40 +321,97 @@ static void stamp_mutex_waiter(pthread_mutex_t *mutex)
 		tdshim_wake_stamp_if_gathering(mutex);
 }
 
+/*
+ * Tracking of a condvar wait (a blocking path: the gate is a load, the
+ * clock two reads around a sleep).  The wait releases the mutex: a
+ * sampled hold of it ends here, while the caller still holds it.
+ */
+struct cond_tracking {
+	struct tdstat_sync_entry *entry;
+	uint64_t start;
+};
+
+static void cond_wait_begins(struct cond_tracking *tracking, pthread_cond_t *cond, pthread_mutex_t *mutex)
+{
+	tracking->entry = NULL;
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex)))
+		return;
+	tracking->entry = tdshim_sync_entry(cond, TDSTAT_SYNC_COND);
+	if (!tracking->entry)
+		return;
+	if (CMM_LOAD_SHARED(mutex->__data.__owner) == tdshim_cached_tid())
+		tdshim_sync_released(tdshim_sync_entry(mutex, TDSTAT_SYNC_MUTEX));
+	tracking->start = tdshim_now_ns();
+}
+
+static void cond_wait_ends(const struct cond_tracking *tracking, bool timed, int error)
+{
+	struct tdstat_sync_entry *entry = tracking->entry;
+
+	if (!entry)
+		return;
+	tdshim_sync_add(entry, timed ? TDSHIM_SYNC_cond_timedwait : TDSHIM_SYNC_cond_wait, 1);
+	tdshim_sync_add(entry, timed ? TDSHIM_SYNC_cond_timedwait_sleep_time : TDSHIM_SYNC_cond_wait_sleep_time,
+			tdshim_now_ns() - tracking->start);
+	if (timed && error == ETIMEDOUT)
+		tdshim_sync_add(entry, TDSHIM_SYNC_cond_timedwait_timeout, 1);
+}
+
 TDSHIM_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
+	struct cond_tracking tracking;
+
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_wait);
+	cond_wait_begins(&tracking, cond, mutex);
 	stamp_mutex_waiter(mutex);
-	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_wait), cond);
-	int error = tdshim_real_pthread_cond_wait(cond, mutex);
+	int error;
+	{
+		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_wait), cond);
+		error = tdshim_real_pthread_cond_wait(cond, mutex);
+	}
+	cond_wait_ends(&tracking, false, error);
 	return error;
 }
 
 TDSHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
 					 const struct timespec *abstime)
 {
+	struct cond_tracking tracking;
+
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_timedwait);
+	cond_wait_begins(&tracking, cond, mutex);
 	stamp_mutex_waiter(mutex);
-	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_timedwait), cond);
-	int error = tdshim_real_pthread_cond_timedwait(cond, mutex, abstime);
-	if (error == ETIMEDOUT) {
-		tdshim_scope_.deadline_ns = tdshim_deadline_at(cond_clock(cond), abstime);
-		tdshim_scope_.timed_out = true;
+	int error;
+	{
+		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_timedwait), cond);
+		error = tdshim_real_pthread_cond_timedwait(cond, mutex, abstime);
+		if (error == ETIMEDOUT) {
+			tdshim_scope_.deadline_ns = tdshim_deadline_at(cond_clock(cond), abstime);
+			tdshim_scope_.timed_out = true;
+		}
 	}
+	cond_wait_ends(&tracking, true, error);
 	return error;
 }
 
 TDSHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
 					 clockid_t clock, const struct timespec *abstime)
 {
+	struct cond_tracking tracking;
+
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_clockwait);
+	cond_wait_begins(&tracking, cond, mutex);
 	stamp_mutex_waiter(mutex);
-	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_clockwait), cond);
-	int error = tdshim_real_pthread_cond_clockwait(cond, mutex, clock, abstime);
-	if (error == ETIMEDOUT) {
-		tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, abstime);
-		tdshim_scope_.timed_out = true;
+	int error;
+	{
+		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_clockwait), cond);
+		error = tdshim_real_pthread_cond_clockwait(cond, mutex, clock, abstime);
+		if (error == ETIMEDOUT) {
+			tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, abstime);
+			tdshim_scope_.timed_out = true;
+		}
 	}
+	cond_wait_ends(&tracking, true, error);
 	return error;
 }
 
@@ -228,6 +434,8 @@ TDSHIM_EXPORT int pthread_cond_signal(pthread_cond_t *cond)
 	int error = tdshim_real_pthread_cond_signal(cond);
 	if (waiters)
 		tdshim_wake_stamp_if_gathering(cond);
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex))
+		tdshim_sync_add(tdshim_sync_entry(cond, TDSTAT_SYNC_COND), TDSHIM_SYNC_cond_signal, 1);
 	return error;
 }
 
@@ -238,6 +446,8 @@ TDSHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t *cond)
 	int error = tdshim_real_pthread_cond_broadcast(cond);
 	if (waiters)
 		tdshim_wake_stamp_if_gathering(cond);
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex))
+		tdshim_sync_add(tdshim_sync_entry(cond, TDSTAT_SYNC_COND), TDSHIM_SYNC_cond_broadcast, 1);
 	return error;
 }
 
@@ -315,10 +525,12 @@ struct glibc_semaphore {
 	int pad;
 };
 
-static bool semaphore_layout_known;
-/* layout known and no cancellation ever requested: sem_wait's whole fast
- * path hangs on this one load. */
-int tdshim_sem_wait_inline;
+/* The shim's half of sem_post's gate: 1 when the layout check passed;
+ * sem_post's inline path needs the whole gate at 1 (no tracking). */
+#define semaphore_layout_known (TDSHIM_SYNC.gate_sem_post.half.shim)
+/* tdshim_sem_wait_inline (shim.h), sem_wait's gate's shim half: layout
+ * known and no cancellation ever requested: sem_wait's whole fast path
+ * hangs on one load of the gate. */
 
 static uint32_t semaphore_value(const sem_t *semaphore)
 {
@@ -395,7 +607,7 @@ static bool sem_would_wait(sem_t *semaphore, int *result, bool cancellation_poin
 	return true;
 }
 
-static int sem_wait_passed_through(sem_t *semaphore, const void *site)
+static inline __attribute__((always_inline)) int sem_wait_passed_through(sem_t *semaphore, const void *site)
 {
 	int value = 0;
 
@@ -406,7 +618,80 @@ static int sem_wait_passed_through(sem_t *semaphore, const void *site)
 	return tdshim_real_sem_wait(semaphore);
 }
 
+/* The value left after a take or a post, for sema_min_count and
+ * sema_max_count (the layout known; else sem_getvalue's answer). */
+static uint64_t semaphore_value_now(sem_t *semaphore)
+{
+	int value = 0;
+
+	if (CMM_LOAD_SHARED(semaphore_layout_known) == 1)
+		return semaphore_value(semaphore);
+	TDSHIM_SAVE_ERRNO();
+	if (sem_getvalue(semaphore, &value) != 0 || value < 0)
+		value = 0;
+	TDSHIM_RESTORE_ERRNO();
+	return (uint64_t)value;
+}
+
+static void sem_taken(struct tdstat_sync_entry *entry, sem_t *semaphore, uint64_t slept_ns)
+{
+	if (!entry)
+		return;
+	tdshim_sync_add(entry, TDSHIM_SYNC_sema_wait, 1);
+	if (slept_ns) {
+		tdshim_sync_add(entry, TDSHIM_SYNC_sema_wait_sleep, 1);
+		tdshim_sync_add(entry, TDSHIM_SYNC_sema_wait_sleep_time, slept_ns);
+	}
+	tdshim_sync_raise(entry, TDSHIM_SYNC_sema_min_count, ~semaphore_value_now(semaphore));
+}
+
+static int sem_wait_untracked(sem_t *semaphore, const void *site);
+static int sem_wait_inline_untracked(sem_t *semaphore, const void *site);
+
+/* sem_wait tracked: the untracked path, timed and counted. */
+__attribute__((noinline, cold)) static int sem_wait_tracked(sem_t *semaphore, const void *site)
+{
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(semaphore, TDSTAT_SYNC_SEMA);
+	int result;
+
+	if (!entry)
+		return sem_wait_untracked(semaphore, site);
+	if (caa_unlikely(CMM_LOAD_SHARED(tries_unseen))) {
+		uint64_t start = tdshim_now_ns();
+		result = sem_wait_passed_through(semaphore, site);
+		if (result == 0)
+			sem_taken(entry, semaphore, tdshim_now_ns() - start + 1);
+		return result;
+	}
+	if (!sem_would_wait(semaphore, &result, true)) {
+		if (result == 0)
+			sem_taken(entry, semaphore, 0);
+		return result;
+	}
+	TDSHIM_REQUIRE_LIBC(sem_wait);
+	uint64_t start = tdshim_now_ns();
+	{
+		TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(sem_wait), semaphore, site);
+		result = tdshim_real_sem_wait(semaphore);
+	}
+	if (result == 0)
+		sem_taken(entry, semaphore, tdshim_now_ns() - start + 1);
+	return result;
+}
+
 __attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, const void *site)
+{
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_sem_wait))
+		return sem_wait_tracked(semaphore, site);
+	return sem_wait_inline_untracked(semaphore, site);
+}
+
+static int sem_wait_untracked(sem_t *semaphore, const void *site)
+{
+	return sem_wait_inline_untracked(semaphore, site);
+}
+
+static inline __attribute__((always_inline)) int sem_wait_inline_untracked(sem_t *semaphore, const void *site)
 {
 	int result;
 
@@ -422,12 +707,13 @@ __attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, const void 
 /* Fast path: one flag and one CAS. */
 TDSHIM_EXPORT int sem_wait(sem_t *semaphore)
 {
-	if (caa_likely(CMM_LOAD_SHARED(tdshim_sem_wait_inline)) && caa_likely(take_if_positive(semaphore)))
+	if (caa_likely(CMM_LOAD_SHARED(TDSHIM_SYNC.gate_sem_wait.word) == 1) && caa_likely(take_if_positive(semaphore)))
 		return 0;
 	return sem_wait_slow(semaphore, TDSHIM_CALL_SITE());
 }
 
-TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime)
+static inline __attribute__((always_inline)) int sem_timedwait_untracked(sem_t *semaphore,
+									 const struct timespec *abstime)
 {
 	int result;
 
@@ -445,7 +731,8 @@ TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime
 	return result;
 }
 
-TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct timespec *abstime)
+static inline __attribute__((always_inline)) int sem_clockwait_untracked(sem_t *semaphore, clockid_t clock,
+									 const struct timespec *abstime)
 {
 	int result;
 
@@ -461,6 +748,34 @@ TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct 
 		tdshim_scope_.timed_out = true;
 	}
 	return result;
+}
+
+/* Timed waits tracked: as sem_wait's, the whole call's time a sleep when
+ * it took longer than a try. */
+__attribute__((noinline, cold)) static int timed_sem_counted(struct tdstat_sync_entry *entry, sem_t *semaphore,
+							     uint64_t start, int result)
+{
+	if (entry && result == 0)
+		sem_taken(entry, semaphore, timed_sleep_ns(start));
+	return result;
+}
+
+TDSHIM_EXPORT int sem_timedwait(sem_t *semaphore, const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_sem_wait)))
+		return sem_timedwait_untracked(semaphore, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(semaphore, TDSTAT_SYNC_SEMA);
+	uint64_t start = tracked_start(entry);
+	return timed_sem_counted(entry, semaphore, start, sem_timedwait_untracked(semaphore, abstime));
+}
+
+TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct timespec *abstime)
+{
+	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_sem_wait)))
+		return sem_clockwait_untracked(semaphore, clock, abstime);
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(semaphore, TDSTAT_SYNC_SEMA);
+	uint64_t start = tracked_start(entry);
+	return timed_sem_counted(entry, semaphore, start, sem_clockwait_untracked(semaphore, clock, abstime));
 }
 
 /*
@@ -479,9 +794,42 @@ __attribute__((noinline)) static int sem_post_slow(sem_t *semaphore, bool waiter
 	return result;
 }
 
+/* The inline post: 1 posted, 0 not (waiters or the maximum: *waiters
+ * says which). */
+static bool post_if_nobody_waits(sem_t *semaphore, bool *waiters)
+{
+	uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
+	uint64_t seen = uatomic_read(data);
+
+	while ((seen >> 32) == 0 && (uint32_t)seen < SEMAPHORE_VALUE_MAX) {
+		uint64_t before = uatomic_cmpxchg(data, seen, seen + 1);
+		if (before == seen)
+			return true;
+		seen = before;
+	}
+	*waiters = (seen >> 32) != 0;
+	return false;
+}
+
+/* sem_post tracked: the untracked path, counted. */
+__attribute__((noinline, cold)) static int sem_post_tracked(sem_t *semaphore)
+{
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(semaphore, TDSTAT_SYNC_SEMA);
+	bool waiters = true;
+	int result = 0;
+
+	if (CMM_LOAD_SHARED(semaphore_layout_known) != 1 || !post_if_nobody_waits(semaphore, &waiters))
+		result = sem_post_slow(semaphore, waiters);
+	if (result == 0 && entry) {
+		tdshim_sync_add(entry, TDSHIM_SYNC_sema_post, 1);
+		tdshim_sync_raise(entry, TDSHIM_SYNC_sema_max_count, semaphore_value_now(semaphore));
+	}
+	return result;
+}
+
 TDSHIM_EXPORT int sem_post(sem_t *semaphore)
 {
-	if (caa_likely(CMM_LOAD_SHARED(semaphore_layout_known))) {
+	if (caa_likely(CMM_LOAD_SHARED(TDSHIM_SYNC.gate_sem_post.word) == 1)) {
 		uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
 		uint64_t seen = uatomic_read(data);
 
@@ -493,6 +841,8 @@ TDSHIM_EXPORT int sem_post(sem_t *semaphore)
 		}
 		return sem_post_slow(semaphore, (seen >> 32) != 0);
 	}
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_sem_post))
+		return sem_post_tracked(semaphore);
 	return sem_post_slow(semaphore, true);
 }
 
@@ -517,14 +867,37 @@ __attribute__((noinline)) static int rwlock_unlock_slow(pthread_rwlock_t *lock)
 	return error;
 }
 
+/* A read lock's release, inline, when the state allows it. */
+static bool release_reader_inline(pthread_rwlock_t *lock)
+{
+	unsigned int seen = CMM_LOAD_SHARED(lock->__data.__readers);
+
+	return (seen & RWLOCK_STATE_BITS) == 0 && seen >= RWLOCK_ONE_READER &&
+	       uatomic_cmpxchg(&lock->__data.__readers, seen, seen - RWLOCK_ONE_READER) == seen;
+}
+
+/* Tracked: a write lock's holder ends its hold before the release. */
+__attribute__((noinline, cold)) static int rwlock_unlock_tracked(pthread_rwlock_t *lock)
+{
+	int writer = CMM_LOAD_SHARED(lock->__data.__cur_writer);
+
+	if (writer != 0 && writer == tdshim_cached_tid())
+		tdshim_sync_released(tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK));
+	if (CMM_LOAD_SHARED(rwlock_layout_known) == 1 && writer == 0 && release_reader_inline(lock))
+		return 0;
+	return rwlock_unlock_slow(lock);
+}
+
 TDSHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *lock)
 {
-	if (caa_likely(CMM_LOAD_SHARED(rwlock_layout_known)) && CMM_LOAD_SHARED(lock->__data.__cur_writer) == 0) {
+	if (caa_likely(rwlock_inline()) && CMM_LOAD_SHARED(lock->__data.__cur_writer) == 0) {
 		unsigned int seen = CMM_LOAD_SHARED(lock->__data.__readers);
 
 		if ((seen & RWLOCK_STATE_BITS) == 0 && seen >= RWLOCK_ONE_READER &&
 		    uatomic_cmpxchg(&lock->__data.__readers, seen, seen - RWLOCK_ONE_READER) == seen)
 			return 0;
 	}
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock))
+		return rwlock_unlock_tracked(lock);
 	return rwlock_unlock_slow(lock);
 }

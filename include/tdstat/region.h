@@ -44,14 +44,16 @@
  * use (in the same process).  Nothing else of its region is written. */
 #define TDSTAT_REGION_MAGIC_ELSEWHERE UINT64_C(0x0145746174736474)
 #define TDSTAT_ABI_MAJOR 2
-#define TDSTAT_ABI_MINOR 1
+#define TDSTAT_ABI_MINOR 2
 
 /*
  * What each minor of major 2 added, so a reader knows what an older
  * region lacks (and reports it as absent):
  *   2.0  everything not listed below;
  *   2.1  control.realtime_offset_ns, the wall-clock anchor (the field was
- *        reserved, and zero, in 2.0).
+ *        reserved, and zero, in 2.0);
+ *   2.2  header.sync_offset and header.sync_size (in 2.1's padding, zero
+ *        there): the per-object tracking block, struct tdstat_sync below.
  * The sizes of 2.0, the least a region of this major holds: */
 #define TDSTAT_ABI_2_0_HEADER_SIZE 320u
 #define TDSTAT_ABI_2_0_LAYOUT_SIZE 48u
@@ -303,15 +305,171 @@ struct tdstat_region_header {
 	struct tdstat_layout layout;
 	uint64_t elsewhere;       /* with TDSTAT_REGION_MAGIC_ELSEWHERE only */
 	uint64_t stall_ns;        /* this writer's TDSTAT_STALL_NS (step 1), >= the default */
-	uint8_t pad0[72];        /* control starts on its own cache line */
+	uint32_t sync_offset;     /* 2.2: struct tdstat_sync, from the start; 0: none */
+	uint32_t sync_size;       /* 2.2: its size (header and entries) */
+	uint8_t pad0[64];        /* control starts on its own cache line */
 	struct tdstat_control control; /* own cache line: read on slow paths */
 	struct tdstat_status status;   /* own cache line: written on create/exit */
+};
+
+/*
+ * Per-object tracking of synchronization objects (ABI 2.2,
+ * docs/CONTRACT.md §9): Solaris' td_ta_sync_tracking_enable and
+ * td_sync_get_stats.  Off by default; then nothing but the gates below is
+ * ever read and no path costs anything: the gates are the very words the
+ * shim's inline paths compare already.
+ *
+ * A gate is one 32-bit word: the low half the shim's own (which inline
+ * path applies: written by the shim at start only), the high half the
+ * controller's (nonzero: tracking on).  An inline path runs only while
+ * the whole word holds its "inline" value, so a controller that sets the
+ * high half of every gate sends every call of a tracked family to the
+ * shim's tracked paths, without the target's cooperation.  The tracked
+ * paths then count only while `control` says on.
+ *
+ * control: bit 0 on; bits 1-63 the epoch, bumped by every enable.  A
+ * controller enables by writing control (epoch + 1, on), then the high
+ * half of each gate; it disables by clearing the gates' high halves, then
+ * bit 0 of control.  Hold times are sampled (one lock in hold_sample,
+ * per object, by its count); a hold started in another epoch is never
+ * counted, so a lock taken before an enable never adds its hold.
+ *
+ * The table: open addressing keyed by `key` (the object's address with
+ * its type in the low three bits), `capacity` entries (a power of two),
+ * claimed by CAS from 0 at the first tracked call on the object; a probe
+ * goes at most `probes` entries from the object's hash.  A call on an
+ * object that finds no entry is counted in `overflow` (calls, not
+ * objects), never a crash.  Entries are never freed (a process that
+ * makes and destroys objects without end fills the table: overflow).
+ *
+ * Counters are 64-bit words updated in place: by an atomic add, or, for
+ * the counts only a lock's holder changes (a mutex's, a write lock's), by
+ * the holder alone with a plain store.  A reader copies the table twice
+ * and takes, field by field, the smaller value: a counter only grows, and
+ * a copy that tore a word as it changed read it too high, never too low.
+ * Entries only grow in later minors (entry_size says how big).
+ */
+enum tdstat_sync_type {
+	TDSTAT_SYNC_NONE = 0,
+	TDSTAT_SYNC_MUTEX = 1,
+	TDSTAT_SYNC_COND = 2,
+	TDSTAT_SYNC_RWLOCK = 3,
+	TDSTAT_SYNC_SEMA = 4,
+};
+#define TDSTAT_SYNC_TYPE_MASK UINT64_C(7)
+
+/* The counters of an entry, by type: X(type, Solaris field name, index
+ * into count[]).  The hold times (mutex_hold_time, rw_wrlock_hold_time)
+ * are not counters: a reader computes them from the samples. */
+#define TDSTAT_SYNC_MUTEX_COUNTS(X)                  \
+	X(MUTEX, mutex_lock, 0)                      \
+	X(MUTEX, mutex_sleep, 1)                     \
+	X(MUTEX, mutex_sleep_time, 2)                \
+	X(MUTEX, mutex_try, 3)                       \
+	X(MUTEX, mutex_try_fail, 4)
+#define TDSTAT_SYNC_COND_COUNTS(X)                   \
+	X(COND, cond_wait, 0)                        \
+	X(COND, cond_timedwait, 1)                   \
+	X(COND, cond_wait_sleep_time, 2)             \
+	X(COND, cond_timedwait_sleep_time, 3)        \
+	X(COND, cond_timedwait_timeout, 4)           \
+	X(COND, cond_signal, 5)                      \
+	X(COND, cond_broadcast, 6)
+#define TDSTAT_SYNC_RWLOCK_COUNTS(X)                 \
+	X(RWLOCK, rw_rdlock, 0)                      \
+	X(RWLOCK, rw_rdlock_sleep, 1)                \
+	X(RWLOCK, rw_rdlock_sleep_time, 2)           \
+	X(RWLOCK, rw_rdlock_try, 3)                  \
+	X(RWLOCK, rw_rdlock_try_fail, 4)             \
+	X(RWLOCK, rw_wrlock, 5)                      \
+	X(RWLOCK, rw_wrlock_sleep, 6)                \
+	X(RWLOCK, rw_wrlock_sleep_time, 7)           \
+	X(RWLOCK, rw_wrlock_try, 8)                  \
+	X(RWLOCK, rw_wrlock_try_fail, 9)
+/* sema_max_count is stored as is, sema_min_count as its complement (0:
+ * never seen); both only grow. */
+#define TDSTAT_SYNC_SEMA_COUNTS(X)                   \
+	X(SEMA, sema_wait, 0)                        \
+	X(SEMA, sema_wait_sleep, 1)                  \
+	X(SEMA, sema_wait_sleep_time, 2)             \
+	X(SEMA, sema_trywait, 3)                     \
+	X(SEMA, sema_trywait_fail, 4)                \
+	X(SEMA, sema_post, 5)                        \
+	X(SEMA, sema_max_count, 6)                   \
+	X(SEMA, sema_min_count, 7)
+#define TDSTAT_SYNC_COUNTS 11u
+
+/* 128 bytes.  hold_*: the sampled holds of a mutex or write lock, written
+ * by the holder only. */
+struct tdstat_sync_entry {
+	uint64_t key;             /* object address | enum tdstat_sync_type; 0: free */
+	uint64_t hold_start_ns;   /* a sampled hold in progress (0: none) */
+	uint64_t hold_epoch;      /* control's epoch when it started */
+	uint64_t hold_samples;    /* sampled holds ended */
+	uint64_t hold_sampled_ns; /* their total */
+	uint64_t count[TDSTAT_SYNC_COUNTS];
+};
+
+union tdstat_sync_gate {
+	int32_t word;
+	struct {
+		int16_t shim;     /* the shim's: which inline path applies */
+		int16_t tracking; /* the controller's: nonzero while tracking */
+	} half;
+};
+
+#define TDSTAT_SYNC_CAPACITY 4096u
+#define TDSTAT_SYNC_PROBES 16u
+#define TDSTAT_SYNC_HOLD_SAMPLE 64u
+#define TDSTAT_SYNC_ON UINT64_C(1)
+
+struct tdstat_sync_header {
+	/* line 0: read by the inline paths, written by controllers */
+	union tdstat_sync_gate gate_mutex;    /* mutex lock and unlock */
+	union tdstat_sync_gate gate_rwlock;   /* read lock, unlock, write lock */
+	union tdstat_sync_gate gate_sem_wait;
+	union tdstat_sync_gate gate_sem_post;
+	uint64_t control;         /* TDSTAT_SYNC_ON | epoch << 1 */
+	uint64_t reserved0[5];
+	/* line 1: the description, written once */
+	uint32_t entries_offset;  /* from the start of this block */
+	uint32_t entry_size;
+	uint32_t capacity;        /* a power of two */
+	uint32_t probes;
+	uint32_t hold_sample;
+	uint32_t counts;          /* entries of count[] */
+	uint64_t reserved1[5];
+	/* line 2: written on claims and overflows */
+	uint64_t used;            /* entries claimed */
+	uint64_t overflow;        /* calls on objects that found no entry */
+	uint64_t reserved2[6];
+};
+
+/* Where an object's probe starts: (hash & (capacity - 1)), then the next
+ * entries (writer and readers must agree). */
+static inline uint64_t tdstat_sync_hash(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= UINT64_C(0xff51afd7ed558ccd);
+	key ^= key >> 33;
+	return key;
+}
+
+static inline uint64_t tdstat_sync_key(uint64_t object, enum tdstat_sync_type type)
+{
+	return (object & ~TDSTAT_SYNC_TYPE_MASK) | (uint64_t)type;
+}
+
+struct tdstat_sync {
+	struct tdstat_sync_header header;
+	struct tdstat_sync_entry entries[TDSTAT_SYNC_CAPACITY];
 };
 
 struct tdstat_region {
 	struct tdstat_region_header header;
 	struct tdstat_record records[TDSTAT_RECORD_CAPACITY];
 	struct tdstat_detail details[TDSTAT_RECORD_CAPACITY];
+	struct tdstat_sync sync; /* 2.2 */
 };
 
 /*
@@ -383,5 +541,9 @@ TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_region_header) >= TDSTAT_ABI_2_0_HEADE
 TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_layout) >= TDSTAT_ABI_2_0_LAYOUT_SIZE, "minors only append");
 TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_control, realtime_offset_ns) == 56, "2.1 anchor in 2.0's reserved word");
 TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region, records) == 320, "records follow the header");
+TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region_header, sync_offset) == 120, "2.2 sync block in 2.1's padding");
+TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_sync_entry) == 128, "sync entry is two lines");
+TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_sync_header) == 192, "sync header is three lines");
+TDSTAT_STATIC_ASSERT((TDSTAT_SYNC_CAPACITY & (TDSTAT_SYNC_CAPACITY - 1)) == 0, "capacity a power of two");
 
 #endif /* TDSTAT_REGION_H */

@@ -182,6 +182,16 @@ int tdstat_core(const struct tdstat_core_options *options)
 	err = td_init();
 	if (err == TD_OK)
 		err = td_ta_new(core, &agent);
+	if (err == TD_OK && options->sync) {
+		struct tdstat_symbolizer *symbolizer =
+			tdstat_symbolizer_open_core(options->core_path, options->executable_path);
+
+		result = tdstat_sync_print(agent, process.pid, symbolizer, options->format, options->core_path);
+		tdstat_symbolizer_close(symbolizer);
+		td_ta_delete(agent);
+		tdcore_close(core);
+		return result;
+	}
 	/* The process line and the threads from one walk. */
 	if (err == TD_OK)
 		err = tdstat_reading_threads(agent, &reading);

@@ -381,3 +381,11 @@ void tdstat_fleet_collect(struct tdstat_fleet *fleet, bool since_previous,
 		visit(&line, context);
 	}
 }
+
+const td_thragent_t *tdstat_fleet_agent(const struct tdstat_fleet *fleet, pid_t pid)
+{
+	for (size_t i = 0; i < fleet->count; i++)
+		if (fleet->members[i].pid == pid && !fleet->members[i].stale)
+			return fleet->members[i].target.agent;
+	return NULL;
+}

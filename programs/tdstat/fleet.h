@@ -37,4 +37,7 @@ size_t tdstat_fleet_size(const struct tdstat_fleet *fleet);
 void tdstat_fleet_collect(struct tdstat_fleet *fleet, bool since_previous,
 			  tdstat_fleet_visit visit, void *context);
 
+/* The agent of member pid (as of the last collection), or NULL. */
+const td_thragent_t *tdstat_fleet_agent(const struct tdstat_fleet *fleet, pid_t pid);
+
 #endif /* TDSTAT_FLEET_H */

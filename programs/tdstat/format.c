@@ -80,6 +80,12 @@ void tdstat_output_sync(struct tdstat_output *output, const struct tdstat_sync_r
 		output->format->sync(output, row);
 }
 
+void tdstat_output_sync_stats(struct tdstat_output *output, const struct tdstat_sync_stats_row *row)
+{
+	if (output->format->sync_stats)
+		output->format->sync_stats(output, row);
+}
+
 void tdstat_output_deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles,
 			     size_t count)
 {

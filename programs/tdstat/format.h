@@ -15,6 +15,7 @@
  *     tdstat_output_sync                 -w: an object waited on now, owner, waiters
  *     tdstat_output_deadlocks            -w: the cycles of the wait-for graph (once,
  *                                        after the sync rows, also when there are none)
+ *     tdstat_output_sync_stats           -s: a tracked object's row (no line)
  *   tdstat_output_end                    the moment is complete
  *   tdstat_output_summary                run: the whole run, at its end
  *
@@ -54,6 +55,7 @@ struct tdstat_thread_row; /* -t */
 struct tdstat_object_row; /* -w */
 struct tdstat_sync_row;   /* -w, the wait-for graph */
 struct tdstat_deadlock;
+struct tdstat_sync_stats_row; /* -s */
 struct tdstat_output;
 
 struct tdstat_format {
@@ -65,6 +67,7 @@ struct tdstat_format {
 	void (*thread)(struct tdstat_output *output, const struct tdstat_thread_row *row);
 	void (*object)(struct tdstat_output *output, const struct tdstat_object_row *row);
 	void (*sync)(struct tdstat_output *output, const struct tdstat_sync_row *row);
+	void (*sync_stats)(struct tdstat_output *output, const struct tdstat_sync_stats_row *row);
 	void (*deadlocks)(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles,
 			  size_t count);
 	void (*end)(struct tdstat_output *output);
@@ -84,6 +87,7 @@ struct tdstat_output {
 	bool prometheus_text;
 	bool threads;          /* live mode with -t: thread rows follow lines */
 	bool objects;          /* live mode with -w: object rows follow lines */
+	bool sync;             /* -s: sync rows alone, no process line */
 	bool failed;           /* out of memory: the output is incomplete */
 	void *state;           /* the format's own */
 };
@@ -101,6 +105,7 @@ void tdstat_output_process(struct tdstat_output *output, const struct tdstat_int
 void tdstat_output_thread(struct tdstat_output *output, const struct tdstat_thread_row *row);
 void tdstat_output_object(struct tdstat_output *output, const struct tdstat_object_row *row);
 void tdstat_output_sync(struct tdstat_output *output, const struct tdstat_sync_row *row);
+void tdstat_output_sync_stats(struct tdstat_output *output, const struct tdstat_sync_stats_row *row);
 void tdstat_output_deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles,
 			     size_t count);
 /* The graph's rows, then its deadlocks. */

@@ -28,10 +28,25 @@ static bool tables(const struct tdstat_output *output)
 	X(tid) X(name) X(state) X(wait) X(object) X(object_address) X(site) X(site_address) X(cpu) \
 	X(run_queue) X(kind) X(waiting) X(ended) X(owner_tid) X(owner_name) X(waiters) X(deadlock)
 
+/* -s: pid, object, address, type, sleep_ns, then every type's fields
+ * (empty for the other types). */
+static void sync_heading(FILE *out)
+{
+	fputs("pid,object,address,type,sleep_ns", out);
+#define COLUMN(type, member, name) fputs("," #name, out);
+	TDSTAT_SYNC_FIELDS(COLUMN)
+#undef COLUMN
+	fputs("\r\n", out);
+}
+
 static void start(struct tdstat_output *output)
 {
 	FILE *out = output->out;
 
+	if (output->sync) {
+		sync_heading(out);
+		return;
+	}
 	if (tables(output))
 		fputs("record,", out);
 	fputs("pid", out);
@@ -262,6 +277,24 @@ static void deadlocks(struct tdstat_output *output, pid_t pid, const struct tdst
 	}
 }
 
+/* -s: a tracked object's row under sync_heading's columns. */
+static void sync_stats_row(struct tdstat_output *output, const struct tdstat_sync_stats_row *row)
+{
+	FILE *out = output->out;
+
+	fprintf(out, "%d,", (int)row->pid);
+	csv_string(out, row->object_name);
+	fprintf(out, ",0x%" PRIx64 ",%s,%" PRIu64, row->object, tdstat_sync_type_name(row->type), row->sleep_ns);
+#define FIELD(type_, member, name)                                              \
+	if (row->type == TD_SYNC_##type_)                                        \
+		fprintf(out, ",%" PRIu64, row->stats.ss_un.member.name);        \
+	else                                                                    \
+		fputc(',', out);
+	TDSTAT_SYNC_FIELDS(FIELD)
+#undef FIELD
+	fputs("\r\n", out);
+}
+
 const struct tdstat_format tdstat_format_csv_row = {
 	.name = "csv",
 	.start = start,
@@ -269,6 +302,7 @@ const struct tdstat_format tdstat_format_csv_row = {
 	.thread = thread,
 	.object = object,
 	.sync = sync_row,
+	.sync_stats = sync_stats_row,
 	.deadlocks = deadlocks,
 	.summary = process,
 };

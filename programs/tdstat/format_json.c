@@ -176,12 +176,31 @@ static void deadlocks(struct tdstat_output *output, pid_t pid, const struct tdst
 	fputs("]}\n", out);
 }
 
+/* -s: {"pid","object","address","type","sleep_ns", the type's fields by
+ * their Solaris names}. */
+static void sync_stats_row(struct tdstat_output *output, const struct tdstat_sync_stats_row *row)
+{
+	FILE *out = output->out;
+
+	fprintf(out, "{\"pid\":%d,\"object\":", (int)row->pid);
+	json_string(out, row->object_name);
+	fprintf(out, ",\"address\":\"0x%" PRIx64 "\",\"type\":\"%s\",\"sleep_ns\":%" PRIu64, row->object,
+		tdstat_sync_type_name(row->type), row->sleep_ns);
+#define FIELD(type_, member, name)                                                            \
+	if (row->type == TD_SYNC_##type_)                                                      \
+		fprintf(out, ",\"" #name "\":%" PRIu64, row->stats.ss_un.member.name);
+	TDSTAT_SYNC_FIELDS(FIELD)
+#undef FIELD
+	fputs("}\n", out);
+}
+
 const struct tdstat_format tdstat_format_json_row = {
 	.name = "json",
 	.process = process,
 	.thread = thread,
 	.object = object,
 	.sync = sync_row,
+	.sync_stats = sync_stats_row,
 	.deadlocks = deadlocks,
 	.summary = process,
 };

@@ -19,6 +19,7 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -88,6 +89,9 @@ struct moment {
 		size_t count;
 	} *deadlocks;
 	size_t deadlock_count, deadlock_capacity;
+	/* -s and serve: the tracked objects' statistics. */
+	struct tdstat_sync_stats_row *sync_stats;
+	size_t sync_stats_count, sync_stats_capacity;
 };
 
 /* Appends one element to a growing array; false when out of memory. */
@@ -123,6 +127,7 @@ static void begin(struct tdstat_output *output)
 	moment->thread_count = 0;
 	moment->object_count = 0;
 	moment->sync_count = 0;
+	moment->sync_stats_count = 0;
 	moment->deadlock_count = 0;
 }
 
@@ -186,6 +191,15 @@ static void deadlocks(struct tdstat_output *output, pid_t pid, const struct tdst
 	(void)cycles;
 	if (moment && !append((void **)&moment->deadlocks, &moment->deadlock_count, &moment->deadlock_capacity,
 			      sizeof(sample), &sample))
+		output->failed = true;
+}
+
+static void sync_stats_row(struct tdstat_output *output, const struct tdstat_sync_stats_row *row)
+{
+	struct moment *moment = output->state;
+
+	if (moment && !append((void **)&moment->sync_stats, &moment->sync_stats_count, &moment->sync_stats_capacity,
+			      sizeof(*row), row))
 		output->failed = true;
 }
 
@@ -446,6 +460,72 @@ static void table_samples(struct tdstat_output *output, const struct moment *mom
 	}
 }
 
+/*
+ * Per-object statistics (-s; serve's heaviest objects): a family per
+ * Solaris field, tdstat_sync_FIELD, labelled pid, type, object (the name)
+ * and address.  Counts and times (in seconds) are counters, which only
+ * grow while tracking is on; sema_max_count and sema_min_count gauges.
+ */
+enum sync_metric { SYNC_COUNT, SYNC_SECONDS, SYNC_GAUGE };
+
+static enum sync_metric sync_metric_of(const char *field)
+{
+	if (strstr(field, "_time"))
+		return SYNC_SECONDS;
+	if (strstr(field, "_max_count") || strstr(field, "_min_count"))
+		return SYNC_GAUGE;
+	return SYNC_COUNT;
+}
+
+static void sync_family(struct tdstat_output *output, const struct moment *moment, uint32_t type, const char *field,
+			size_t offset)
+{
+	FILE *out = output->out;
+	enum sync_metric metric = sync_metric_of(field);
+	const char *unit = metric == SYNC_SECONDS ? "_seconds" : "";
+	bool any = false;
+
+	for (size_t i = 0; i < moment->sync_stats_count && !any; i++)
+		any = moment->sync_stats[i].type == type;
+	if (!any)
+		return;
+	if (metric == SYNC_GAUGE)
+		fprintf(out, "# TYPE tdstat_sync_%s gauge\n", field);
+	else if (output->prometheus_text)
+		fprintf(out, "# TYPE tdstat_sync_%s%s_total counter\n", field, unit);
+	else
+		fprintf(out, "# TYPE tdstat_sync_%s%s counter\n", field, unit);
+	if (metric == SYNC_SECONDS && !output->prometheus_text)
+		fprintf(out, "# UNIT tdstat_sync_%s%s seconds\n", field, unit);
+	fprintf(out, "# HELP tdstat_sync_%s%s%s Solaris' %s of the object (per-object tracking, tdstat -s).\n", field,
+		unit, metric != SYNC_GAUGE && output->prometheus_text ? "_total" : "", field);
+	for (size_t i = 0; i < moment->sync_stats_count; i++) {
+		const struct tdstat_sync_stats_row *row = &moment->sync_stats[i];
+		uint64_t value;
+
+		if (row->type != type)
+			continue;
+		memcpy(&value, (const char *)&row->stats.ss_un + offset, sizeof(value));
+		fprintf(out, "tdstat_sync_%s%s%s{pid=\"%d\",type=\"%s\",object=\"", field, unit,
+			metric == SYNC_GAUGE ? "" : "_total", (int)row->pid, tdstat_sync_type_name(row->type));
+		label_value(out, row->object_name);
+		fprintf(out, "\",address=\"0x%" PRIx64 "\"}", row->object);
+		if (metric == SYNC_SECONDS)
+			seconds(out, value);
+		else
+			fprintf(out, " %" PRIu64 "\n", value);
+	}
+}
+
+static void sync_samples(struct tdstat_output *output, const struct moment *moment)
+{
+#define FAMILY(type_, member, name)                                                                \
+	sync_family(output, moment, TD_SYNC_##type_, #name,                                         \
+		    offsetof(td_syncstats_t, ss_un.member.name) - offsetof(td_syncstats_t, ss_un));
+	TDSTAT_SYNC_FIELDS(FAMILY)
+#undef FAMILY
+}
+
 static void end(struct tdstat_output *output)
 {
 	const struct moment *moment = output->state;
@@ -453,7 +533,7 @@ static void end(struct tdstat_output *output)
 	uint64_t monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 	FILE *out = output->out;
 
-	for (size_t f = 0; moment && f < FAMILY_COUNT; f++) {
+	for (size_t f = 0; moment && !output->sync && f < FAMILY_COUNT; f++) {
 		const struct family *family = &families[f];
 
 		metadata(output, family);
@@ -472,6 +552,8 @@ static void end(struct tdstat_output *output)
 	}
 	if (moment)
 		table_samples(output, moment);
+	if (moment && moment->sync_stats_count)
+		sync_samples(output, moment);
 	if (!output->prometheus_text)
 		fputs("# EOF\n", out);
 }
@@ -485,6 +567,7 @@ static void close_output(struct tdstat_output *output)
 		free(moment->threads);
 		free(moment->objects);
 		free(moment->syncs);
+		free(moment->sync_stats);
 		free(moment->deadlocks);
 	}
 	free(moment);
@@ -497,6 +580,7 @@ const struct tdstat_format tdstat_format_openmetrics_row = {
 	.thread = thread,
 	.object = object,
 	.sync = sync_row,
+	.sync_stats = sync_stats_row,
 	.deadlocks = deadlocks,
 	.end = end,
 	.summary = process,

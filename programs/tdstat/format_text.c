@@ -38,6 +38,10 @@ static void live_header(FILE *out)
 
 static void start(struct tdstat_output *output)
 {
+	if (output->sync) {
+		fprintf(output->out, "%-32s %-6s %12s  %s\n", "OBJECT", "TYPE", "SLEEP_MS", "STATISTICS");
+		return;
+	}
 	if (tables(output)) {
 		output->state = calloc(1, sizeof(struct text_state));
 		if (!output->state)
@@ -435,6 +439,24 @@ static void summary(struct tdstat_output *output, const struct tdstat_interval *
 	fputc('\n', out);
 }
 
+/* -s: the object, its type, its sleep time, then its type's fields by
+ * their Solaris names (times in ns). */
+static void sync_stats_row(struct tdstat_output *output, const struct tdstat_sync_stats_row *row)
+{
+	FILE *out = output->out;
+	const char *separator = "";
+
+	fprintf(out, "%-32s %-6s %12.3f  ", row->object_name, tdstat_sync_type_name(row->type), row->sleep_ns / 1e6);
+#define FIELD(type_, member, name)                                                               \
+	if (row->type == TD_SYNC_##type_) {                                                       \
+		fprintf(out, "%s" #name "=%" PRIu64, separator, row->stats.ss_un.member.name);    \
+		separator = " ";                                                                \
+	}
+	TDSTAT_SYNC_FIELDS(FIELD)
+#undef FIELD
+	fputc('\n', out);
+}
+
 const struct tdstat_format tdstat_format_text_row = {
 	.name = "text",
 	.start = start,
@@ -442,6 +464,7 @@ const struct tdstat_format tdstat_format_text_row = {
 	.thread = thread,
 	.object = object,
 	.sync = sync_row,
+	.sync_stats = sync_stats_row,
 	.deadlocks = deadlocks,
 	.end = end,
 	.summary = summary,

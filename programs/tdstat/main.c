@@ -3,7 +3,9 @@
  * tdstat: concurrency statistics of a live process (docs/CONTRACT.md §6).
  *
  *   tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] [--plot IMAGE] PID
+ *   tdstat -s [--format F] PID
  *   tdstat enable|disable|reset PID
+ *   tdstat sync enable|disable PID
  *   tdstat run [--format F] [-o FILE] [--plot IMAGE [-i SECS]] -- CMD [ARG...]
  *   tdstat ps [-i SECS] [--format F]
  *   tdstat serve [--listen ADDR:PORT]
@@ -33,11 +35,13 @@ enum { OPTION_JSON = 256, OPTION_FORMAT, OPTION_PLOT };
 
 static const char usage_text[] =
 	"Usage: tdstat [-i SECS] [-c COUNT] [-t] [-w] [--format F] [--plot IMAGE] PID\n"
+	"       tdstat -s [--format F] PID\n"
 	"       tdstat enable|disable|reset PID\n"
+	"       tdstat sync enable|disable PID\n"
 	"       tdstat run [--format F] [-o FILE] [--plot IMAGE [-i SECS]] -- CMD [ARG...]\n"
 	"       tdstat ps [-i SECS] [--format F]\n"
 	"       tdstat serve [--listen ADDR:PORT]\n"
-	"       tdstat core [--format F] [-t] [-w] COREFILE [EXECUTABLE]\n"
+	"       tdstat core [--format F] [-t] [-w] [-s] COREFILE [EXECUTABLE]\n"
 	"\n"
 	"Thread-concurrency statistics (Solaris's td_ta_get_stats) of a process\n"
 	"running with libtdshim.so preloaded, read through libc_db.\n"
@@ -50,6 +54,9 @@ static const char usage_text[] =
 	"                   run-queue, idle by kind and untracked shares\n"
 	"  -w, --objects    the objects idle time went to, heaviest first, named\n"
 	"                   from the target's symbol tables, with their callers\n"
+	"  -s, --sync       per-object statistics (per-object tracking on), one row\n"
+	"                   per mutex, condvar, rwlock or semaphore, heaviest (by\n"
+	"                   sleep time) first, named as -w names objects; once\n"
 	"  --format F       text (default), json (one object per line), csv,\n"
 	"                   openmetrics (one exposition per line, # EOF ended)\n"
 	"  --json           the same as --format json\n"
@@ -58,6 +65,7 @@ static const char usage_text[] =
 	"  enable PID       start a new window (gathering on)\n"
 	"  disable PID      stop gathering; the averages freeze\n"
 	"  reset PID        start a new window now\n"
+	"  sync enable|disable PID  per-object tracking on or off (-s)\n"
 	"  run -- CMD       run CMD under the shim, print its statistics on stderr\n"
 	"                   when it ends; exit with its status (128+N for signal N)\n"
 	"  -o, --output FILE    (run) write the statistics to FILE\n"
@@ -167,6 +175,38 @@ static int option_error(int option, const char *argument)
 	return usage_error("unknown option ", argument);
 }
 
+/* -s PID: the rows once (the other options of live mode do not apply). */
+static int main_sync_show(const struct tdstat_watch_options *options)
+{
+	struct tdstat_symbolizer *symbolizer;
+	struct tdstat_target target;
+	char what[32];
+	int status;
+
+	if (options->threads || options->objects || options->plot_path || options->count ||
+	    options->interval_s != 1.0)
+		return usage_error("-s prints the objects once: it takes --format only", NULL);
+	if (tdstat_target_open(&target, options->pid) < 0)
+		return TDSTAT_EXIT_FAILURE;
+	symbolizer = tdstat_symbolizer_open(options->pid);
+	snprintf(what, sizeof(what), "process %d", (int)options->pid);
+	status = tdstat_sync_print(target.agent, options->pid, symbolizer, options->format, what);
+	tdstat_symbolizer_close(symbolizer);
+	tdstat_target_close(&target);
+	return status;
+}
+
+static int main_sync_control(int argc, char **argv)
+{
+	pid_t pid;
+
+	if (argc != 4 || (strcmp(argv[2], "enable") && strcmp(argv[2], "disable")))
+		return usage_error("usage: tdstat sync enable|disable PID", NULL);
+	if (parse_pid(argv[3], &pid) < 0)
+		return usage_error("not a process ID: ", argv[3]);
+	return tdstat_sync_control(!strcmp(argv[2], "enable"), pid);
+}
+
 static int main_watch(int argc, char **argv)
 {
 	static const struct option long_options[] = {
@@ -174,6 +214,7 @@ static int main_watch(int argc, char **argv)
 		{ "count", required_argument, NULL, 'c' },
 		{ "threads", no_argument, NULL, 't' },
 		{ "objects", no_argument, NULL, 'w' },
+		{ "sync", no_argument, NULL, 's' },
 		{ "plot", required_argument, NULL, OPTION_PLOT },
 		FORMAT_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -181,7 +222,7 @@ static int main_watch(int argc, char **argv)
 	struct tdstat_watch_options options = { .interval_s = 1.0 };
 	int option, status;
 
-	while ((option = getopt_long(argc, argv, "+:i:c:tw", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, "+:i:c:tws", long_options, NULL)) != -1) {
 		if (format_option(option, optarg, &options.format, &status))
 			continue;
 		if (status != TDSTAT_EXIT_OK)
@@ -192,6 +233,9 @@ static int main_watch(int argc, char **argv)
 			break;
 		case 'w':
 			options.objects = true;
+			break;
+		case 's':
+			options.sync = true;
 			break;
 		case 'i':
 			if (parse_interval(optarg, &options.interval_s) < 0)
@@ -213,6 +257,8 @@ static int main_watch(int argc, char **argv)
 		return usage_error(argc == optind ? "no PID given" : "more than one PID given", NULL);
 	if (parse_pid(argv[optind], &options.pid) < 0)
 		return usage_error("not a process ID: ", argv[optind]);
+	if (options.sync)
+		return main_sync_show(&options);
 	return tdstat_watch(&options);
 }
 
@@ -330,6 +376,7 @@ static int main_core(int argc, char **argv)
 		FORMAT_LONG_OPTIONS,
 		{ "threads", no_argument, NULL, 't' },
 		{ "objects", no_argument, NULL, 'w' },
+		{ "sync", no_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tdstat_core_options options = { 0 };
@@ -338,7 +385,7 @@ static int main_core(int argc, char **argv)
 	argc--;
 	argv++;
 	optind = 1;
-	while ((option = getopt_long(argc, argv, ":tw", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, ":tws", long_options, NULL)) != -1) {
 		if (format_option(option, optarg, &options.format, &status))
 			continue;
 		if (status != TDSTAT_EXIT_OK)
@@ -350,10 +397,15 @@ static int main_core(int argc, char **argv)
 		case 'w':
 			options.objects = true;
 			break;
+		case 's':
+			options.sync = true;
+			break;
 		default:
 			return option_error(option, argv[optind - 1]);
 		}
 	}
+	if (options.sync && (options.threads || options.objects))
+		return usage_error("core -s prints the objects alone: not with -t or -w", NULL);
 	if (argc - optind < 1 || argc - optind > 2)
 		return usage_error(argc == optind ? "no core file given" : "too many arguments to core", NULL);
 	options.core_path = argv[optind];
@@ -397,6 +449,8 @@ int main(int argc, char **argv)
 		return main_control(TDSTAT_CONTROL_DISABLE, argc, argv);
 	if (!strcmp(command, "reset"))
 		return main_control(TDSTAT_CONTROL_RESET, argc, argv);
+	if (!strcmp(command, "sync"))
+		return main_sync_control(argc, argv);
 	if (!strcmp(command, "run"))
 		return main_run(argc, argv);
 	if (!strcmp(command, "ps"))

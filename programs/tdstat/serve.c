@@ -156,9 +156,47 @@ static bool accepts_openmetrics(const char *accept)
 	return false;
 }
 
+/* Per process with per-object tracking on, its heaviest objects (by
+ * sleep time), at most this many: the families stay bounded however many
+ * objects a process has (tdstat(1), Serving Prometheus). */
+#define SERVE_SYNC_TOP 10
+
+struct scrape_context {
+	struct tdstat_output *output;
+	const struct tdstat_fleet *fleet;
+};
+
+static void keep_sync_rows(struct tdstat_output *output, const td_thragent_t *agent, pid_t pid)
+{
+	struct tdstat_sync_stats_row *rows = NULL;
+	struct tdstat_symbolizer *symbolizer;
+	size_t count = 0;
+
+	/* Off, or no table: nothing, at the cost of one read.  Only the rows
+	 * shown are named (the order does not depend on names). */
+	if (!agent || tdstat_sync_rows(agent, pid, NULL, &rows, &count) != TD_OK || count == 0) {
+		free(rows);
+		return;
+	}
+	symbolizer = tdstat_symbolizer_open(pid);
+	for (size_t i = 0; i < count && i < SERVE_SYNC_TOP; i++) {
+		tdstat_object_name(symbolizer, pid, rows[i].type == TD_SYNC_COND     ? TDSTAT_WAIT_COND
+						    : rows[i].type == TD_SYNC_RWLOCK ? TDSTAT_WAIT_RWLOCK
+						    : rows[i].type == TD_SYNC_SEMA   ? TDSTAT_WAIT_SEM
+										     : TDSTAT_WAIT_MUTEX,
+				   rows[i].object, rows[i].object_name, sizeof(rows[i].object_name));
+		tdstat_output_sync_stats(output, &rows[i]);
+	}
+	free(rows);
+	tdstat_symbolizer_close(symbolizer);
+}
+
 static void keep_line(const struct tdstat_interval *line, void *context)
 {
-	tdstat_output_process(context, line);
+	struct scrape_context *scrape = context;
+
+	tdstat_output_process(scrape->output, line);
+	keep_sync_rows(scrape->output, tdstat_fleet_agent(scrape->fleet, line->pid), line->pid);
 }
 
 /* The body of /metrics (malloc'd), or NULL when out of memory. */
@@ -175,7 +213,9 @@ static char *scrape(struct server *server, bool openmetrics, size_t *size)
 	output.prometheus_text = !openmetrics;
 	tdstat_output_begin(&output);
 	pthread_mutex_lock(&server->lock);
-	tdstat_fleet_collect(server->fleet, false, keep_line, &output);
+	struct scrape_context context = { &output, server->fleet };
+
+	tdstat_fleet_collect(server->fleet, false, keep_line, &context);
 	pthread_mutex_unlock(&server->lock);
 	tdstat_output_end(&output);
 	tdstat_output_close(&output);

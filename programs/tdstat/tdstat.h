@@ -10,6 +10,7 @@
  *   reading.c   the threads one by one and the kernel's view (-t, -w)
  *   threads.c   -t: a row per thread over an interval
  *   objects.c   -w: the objects idle time went to
+ *   sync.c      -s: per-object statistics (tracking); sync enable|disable
  *   waitfor.c   -w: the objects waited on now, owners, waiters, deadlocks
  *   symbolize.c names from the target's symbol tables (elfutils)
  *   control.c   enable, disable, reset
@@ -35,6 +36,7 @@
 #include <sys/types.h>
 
 #include <tdstat/thread_db_stats.h>
+#include <tdstat/thread_db_sync.h>
 
 /* Exit statuses (docs/CONTRACT.md §6). */
 enum {
@@ -205,6 +207,39 @@ struct tdstat_waitfor {
 	size_t deadlock_count;
 };
 
+/*
+ * A row of -s (sync.c): one tracked object, its statistics by Solaris'
+ * names.  The fields of every type, listed once, in td_*_stats_t's order:
+ * X(type suffix of TD_SYNC_*, member of td_syncstats_t's ss_un, field).
+ */
+#define TDSTAT_SYNC_FIELDS(X)                                              \
+	X(MUTEX, mutex, mutex_lock) X(MUTEX, mutex, mutex_sleep)              \
+	X(MUTEX, mutex, mutex_sleep_time) X(MUTEX, mutex, mutex_hold_time)    \
+	X(MUTEX, mutex, mutex_try) X(MUTEX, mutex, mutex_try_fail)            \
+	X(COND, cond, cond_wait) X(COND, cond, cond_timedwait)                \
+	X(COND, cond, cond_wait_sleep_time) X(COND, cond, cond_timedwait_sleep_time) \
+	X(COND, cond, cond_timedwait_timeout) X(COND, cond, cond_signal)      \
+	X(COND, cond, cond_broadcast)                                         \
+	X(RWLOCK, rwlock, rw_rdlock) X(RWLOCK, rwlock, rw_rdlock_sleep)       \
+	X(RWLOCK, rwlock, rw_rdlock_sleep_time) X(RWLOCK, rwlock, rw_rdlock_try) \
+	X(RWLOCK, rwlock, rw_rdlock_try_fail) X(RWLOCK, rwlock, rw_wrlock)    \
+	X(RWLOCK, rwlock, rw_wrlock_sleep) X(RWLOCK, rwlock, rw_wrlock_sleep_time) \
+	X(RWLOCK, rwlock, rw_wrlock_hold_time) X(RWLOCK, rwlock, rw_wrlock_try) \
+	X(RWLOCK, rwlock, rw_wrlock_try_fail)                                 \
+	X(SEMA, sema, sema_wait) X(SEMA, sema, sema_wait_sleep)               \
+	X(SEMA, sema, sema_wait_sleep_time) X(SEMA, sema, sema_trywait)       \
+	X(SEMA, sema, sema_trywait_fail) X(SEMA, sema, sema_post)             \
+	X(SEMA, sema, sema_max_count) X(SEMA, sema, sema_min_count)
+
+struct tdstat_sync_stats_row {
+	pid_t pid;
+	uint32_t type;          /* td_sync_type_e */
+	uint64_t object;
+	char object_name[TDSTAT_NAME_SIZE]; /* named as -w names it */
+	uint64_t sleep_ns;      /* every sleep time of the object: the order */
+	td_syncstats_t stats;
+};
+
 /* Prints "tdstat: <message>\n" on stderr: every error is one such line. */
 void tdstat_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
@@ -329,6 +364,16 @@ void tdstat_thread_text(char *text, size_t size, pid_t tid, const char *name);
  * ... held by thread 1 (a)": a cycle for people. */
 void tdstat_deadlock_text(const struct tdstat_deadlock *cycle, char *text, size_t size);
 
+/* sync.c: the rows of -s, heaviest (by sleep time) first, named;
+ * *rows is malloc'd.  TD_NOCAPAB: tracking off or no table. */
+td_err_e tdstat_sync_rows(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
+			  struct tdstat_sync_stats_row **rows, size_t *count);
+/* Prints the rows of a target (-s), in `format`; the exit status. */
+int tdstat_sync_print(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
+		      const struct tdstat_format *format, const char *what);
+/* tdstat sync enable|disable PID. */
+int tdstat_sync_control(bool on, pid_t pid);
+
 /* symbolize.c: names from the target's symbol tables (elfutils). */
 struct tdstat_symbolizer *tdstat_symbolizer_open(pid_t pid); /* NULL: no names */
 /* The same over a core file and the files it names (executable: NULL, or
@@ -365,6 +410,7 @@ struct tdstat_watch_options {
 	const struct tdstat_format *format;
 	bool threads; /* -t: a row per thread */
 	bool objects; /* -w: the objects waited on */
+	bool sync; /* -s: per-object statistics, once */
 	const char *plot_path; /* --plot: draw the lines into this image */
 };
 int tdstat_watch(const struct tdstat_watch_options *options);
@@ -400,6 +446,7 @@ struct tdstat_core_options {
 	const struct tdstat_format *format;
 	bool threads; /* -t: a row per thread */
 	bool objects; /* -w: the objects waited on */
+	bool sync; /* -s: per-object statistics */
 	const char *core_path;
 	const char *executable_path; /* NULL: the one the core names */
 };

@@ -4,7 +4,10 @@
  * is a fake process: a 16-byte script (how ps_pglobal_lookup answers, which
  * ps_* calls fail, the td_* calls to make: op % 8 picks the call, 7 with
  * the high bit set the thread iteration, 7 with bits 0xc0 == 0x40 the
- * synchronization-object calls of <tdstat/thread_db_sync.h>) followed by
+ * owner and waiter calls of <tdstat/thread_db_sync.h>, 7 with both high
+ * bits set the per-object tracking calls: td_ta_sync_iter and
+ * td_sync_get_stats of every object it hands out, or
+ * td_ta_sync_tracking_enable) followed by
  * the bytes of the "region" that ps_pdread serves at the address the
  * lookup gave.  With WILD_READS, every other address reads the same bytes
  * (cyclically): the objects the records name (mutexes, rwlocks,
@@ -14,7 +17,9 @@
  * (-malloc_limit_mb catches a size taken from the region); every TD_OK
  * result must keep docs/CONTRACT.md §2's invariants; every write must fall on a
  * control field (docs/CONTRACT.md §5: the agent writes only what enable, reset and
- * setconcurrency need).  Any breach aborts, which libFuzzer reports.
+ * setconcurrency need) or, for td_ta_sync_tracking_enable, on the tracking
+ * block's control word or a gate's tracking half (region.h, ABI 2.2).
+ * Any breach aborts, which libFuzzer reports.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,6 +52,7 @@ struct ps_prochandle {
 	uint8_t lookup, flags, fail_after;
 	unsigned long reads;
 	uint16_t control_offset; /* from the header td_ta_new accepted */
+	uint32_t sync_offset;    /* of the tracking block, from the same header */
 	bool have_agent;
 };
 
@@ -90,11 +96,34 @@ ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t address, void *buffer, siz
 	return PS_OK;
 }
 
+/* td_ta_sync_tracking_enable's writes: the tracking block's control word
+ * and the gates' tracking halves. */
+static bool sync_write(const struct ps_prochandle *ph, uintptr_t at, size_t size)
+{
+	size_t in_block;
+
+	if (!ph->have_agent || !ph->sync_offset || at < REGION_ADDRESS + ph->sync_offset)
+		return false;
+	in_block = at - REGION_ADDRESS - ph->sync_offset;
+	return (size == 8 && in_block == offsetof(struct tdstat_sync_header, control)) ||
+	       (size == 2 && (in_block == offsetof(struct tdstat_sync_header, gate_mutex.half.tracking) ||
+			      in_block == offsetof(struct tdstat_sync_header, gate_rwlock.half.tracking) ||
+			      in_block == offsetof(struct tdstat_sync_header, gate_sem_wait.half.tracking) ||
+			      in_block == offsetof(struct tdstat_sync_header, gate_sem_post.half.tracking)));
+}
+
 ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t address, const void *buffer, size_t size)
 {
 	uintptr_t at = (uintptr_t)address;
 	size_t field;
 
+	if (sync_write(ph, at, size)) {
+		if (ph->flags & FAIL_WRITES)
+			return PS_ERR;
+		if (at - REGION_ADDRESS + size <= ph->size)
+			memcpy(ph->image + (at - REGION_ADDRESS), buffer, size);
+		return PS_OK;
+	}
 	if (!ph->have_agent || at < REGION_ADDRESS + ph->control_offset) {
 		fprintf(stderr, "fuzz_agent: write outside the control block\n");
 		abort();
@@ -293,6 +322,38 @@ static void check_error(td_err_e err)
 	}
 }
 
+/* The per-object calls: every object td_ta_sync_iter hands out, its
+ * statistics (bounded: a hostile table may claim many). */
+struct sync_visit {
+	td_thragent_t *ta;
+	unsigned visited;
+};
+
+static int visit_object(const td_synchandle_t *handle, void *context)
+{
+	struct sync_visit *visit = context;
+	td_syncstats_t stats;
+	td_err_e err;
+
+	if (handle->sh_ta_p != visit->ta || handle->sh_unique == 0)
+		abort();
+	err = td_sync_get_stats(handle, &stats);
+	if (err == TD_OK && (stats.ss_info.si_sv_addr != handle->sh_unique || stats.ss_info.si_type > TD_SYNC_RWLOCK))
+		abort();
+	if (err != TD_NOSV && err != TD_NOCAPAB)
+		check_error(err);
+	return ++visit->visited >= 64;
+}
+
+static td_err_e tracking_calls(td_thragent_t *ta, uint8_t op)
+{
+	struct sync_visit visit = { ta, 0 };
+
+	if (op & 0x20)
+		return td_ta_sync_tracking_enable(ta, op & 1);
+	return td_ta_sync_iter(ta, visit_object, &visit);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ps_prochandle ph = { 0 };
@@ -318,6 +379,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memcpy(&header, ph.image, ph.size < sizeof(header) ? ph.size : sizeof(header));
 		ph.control_offset = header.layout.control_offset;
+		ph.sync_offset = header.abi_minor >= 2 ? header.sync_offset : 0;
 	}
 	ph.have_agent = true;
 
@@ -352,6 +414,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			case 5: err = td_ta_reset_stats(ta); break;
 			case 6: err = td_ta_setconcurrency(ta, op); break;
 			default:
+				if ((op & 0xc0) == 0xc0) {
+					err = tracking_calls(ta, op);
+					if (err == TD_NOCAPAB)
+						err = TD_OK;
+					break;
+				}
 				if ((op & 0xc0) == 0x40) {
 					err = sync_calls(ta, op);
 					break;

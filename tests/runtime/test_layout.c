@@ -139,7 +139,33 @@ Test(layout, header_and_region)
 	AT(struct tdstat_region_header, status, 256);
 	AT(struct tdstat_region, records, 320);
 	AT(struct tdstat_region, details, 320 + 128 * 32768);
-	cr_expect_eq(sizeof(struct tdstat_region), 320 + (128 + 256) * (size_t)32768);
+	/* 2.2: the tracking block after the details, found from the header. */
+	AT(struct tdstat_region_header, sync_offset, 120);
+	AT(struct tdstat_region_header, sync_size, 124);
+	AT(struct tdstat_region, sync, 320 + (128 + 256) * (size_t)32768);
+	cr_expect_eq(sizeof(struct tdstat_region),
+		     320 + (128 + 256) * (size_t)32768 + 192 + 128 * (size_t)TDSTAT_SYNC_CAPACITY);
+	AT(struct tdstat_sync_header, gate_mutex, 0);
+	AT(struct tdstat_sync_header, gate_rwlock, 4);
+	AT(struct tdstat_sync_header, gate_sem_wait, 8);
+	AT(struct tdstat_sync_header, gate_sem_post, 12);
+	AT(struct tdstat_sync_header, control, 16);
+	AT(struct tdstat_sync_header, entries_offset, 64);
+	AT(struct tdstat_sync_header, entry_size, 68);
+	AT(struct tdstat_sync_header, capacity, 72);
+	AT(struct tdstat_sync_header, probes, 76);
+	AT(struct tdstat_sync_header, hold_sample, 80);
+	AT(struct tdstat_sync_header, counts, 84);
+	AT(struct tdstat_sync_header, used, 128);
+	AT(struct tdstat_sync_header, overflow, 136);
+	AT(union tdstat_sync_gate, half.shim, 0);
+	AT(union tdstat_sync_gate, half.tracking, 2);
+	AT(struct tdstat_sync_entry, key, 0);
+	AT(struct tdstat_sync_entry, hold_start_ns, 8);
+	AT(struct tdstat_sync_entry, hold_epoch, 16);
+	AT(struct tdstat_sync_entry, hold_samples, 24);
+	AT(struct tdstat_sync_entry, hold_sampled_ns, 32);
+	AT(struct tdstat_sync_entry, count, 40);
 	cr_expect_eq(TDSTAT_REGION_MAGIC, 0x0152746174736474ull);
 	cr_expect_eq(memcmp(&(uint64_t){ TDSTAT_REGION_MAGIC }, "tdstatR\x01", 8), 0,
 		     "magic reads \"tdstatR\\x01\" in memory");

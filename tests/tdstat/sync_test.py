@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""tdstat -s and tdstat sync enable|disable against sync_workload
+(docs/CONTRACT.md §9): exact counts per object, in every format; tracking
+off by default, switched from outside; counts that never decrease and
+stay exact while readers and controllers act under load.
+Environment: TDSTAT, TDSHIM, SYNC_WORKLOAD."""
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+try:
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+except ImportError:  # the other formats are still checked
+    text_string_to_metric_families = None
+
+TDSTAT = os.environ["TDSTAT"]
+N = 20000
+
+
+class Target:
+    def __init__(self, tracking):
+        self.tracking = tracking
+
+    def __enter__(self):
+        env = dict(os.environ, LD_PRELOAD=os.environ["TDSHIM"])
+        env.pop("TDSTAT_SYNC_TRACKING", None)
+        if self.tracking:
+            env["TDSTAT_SYNC_TRACKING"] = "1"
+        self.process = subprocess.Popen([os.environ["SYNC_WORKLOAD"]], env=env, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout.readline().strip() == "ready"
+        self.pid = str(self.process.pid)
+        return self
+
+    def ask(self, command):
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self.process.stdout.readline().strip()
+
+    def __exit__(self, *exc):
+        self.process.kill()
+        self.process.wait()
+        self.process.stdin.close()
+        self.process.stdout.close()
+
+
+def tdstat(*arguments, check=True):
+    return subprocess.run([TDSTAT, *arguments], check=check, capture_output=True, text=True, timeout=60)
+
+
+def objects(target):
+    """{object name: row} from tdstat -s --format json."""
+    rows = [json.loads(line) for line in tdstat("-s", "--format", "json", target.pid).stdout.splitlines()]
+    return {row["object"]: row for row in rows}
+
+
+class SyncStatistics(unittest.TestCase):
+    def check_round(self, rows, rounds):
+        mutex = rows["counted_lock"]
+        self.assertEqual(mutex["type"], "mutex")
+        self.assertEqual(mutex["mutex_lock"], 2 * N * rounds)
+        self.assertLessEqual(mutex["mutex_sleep"], mutex["mutex_lock"])
+        rwlock = rows["table_lock"]
+        self.assertEqual((rwlock["type"], rwlock["rw_rdlock"], rwlock["rw_wrlock"]), ("rwlock", 4 * rounds, 3 * rounds))
+        sema = rows["slots"]
+        self.assertEqual((sema["type"], sema["sema_wait"], sema["sema_post"]), ("sem", 6 * rounds, 6 * rounds))
+        self.assertEqual((sema["sema_max_count"], sema["sema_min_count"]), (2, 1))  # its value is 1 between rounds
+        cond = rows["ready_cond"]
+        self.assertEqual((cond["type"], cond["cond_signal"], cond["cond_broadcast"]), ("cond", 4 * rounds, rounds))
+        self.assertEqual((cond["cond_wait"], cond["cond_timedwait"], cond["cond_timedwait_timeout"]),
+                         (0, rounds, rounds))
+
+    def test_exact_counts_in_every_format(self):
+        with Target(tracking=True) as target:
+            self.assertEqual(target.ask("round %d" % N), "done")
+            self.check_round(objects(target), 1)
+            text = tdstat("-s", target.pid).stdout
+            line = next(l for l in text.splitlines() if l.startswith("counted_lock "))
+            self.assertIn(" mutex_lock=%d " % (2 * N), line + " ")
+            table = list(csv.DictReader(io.StringIO(tdstat("-s", "--format", "csv", target.pid).stdout, newline="")))
+            row = next(r for r in table if r["object"] == "counted_lock")
+            self.assertEqual((row["type"], row["mutex_lock"], row["sema_wait"]), ("mutex", str(2 * N), ""))
+            self.assertTrue(all(None not in r for r in table), "a row longer than the heading")
+            if text_string_to_metric_families:
+                exposition = tdstat("-s", "--format", "openmetrics", target.pid).stdout
+                families = {f.name: f for f in text_string_to_metric_families(exposition)}
+                samples = [s for s in families["tdstat_sync_mutex_lock"].samples
+                           if s.labels["object"] == "counted_lock"]
+                self.assertEqual([s.value for s in samples], [2 * N])
+
+    def test_heaviest_first(self):
+        with Target(tracking=True) as target:
+            self.assertEqual(target.ask("round %d" % N), "done")
+            rows = [json.loads(line) for line in tdstat("-s", "--json", target.pid).stdout.splitlines()]
+            sleeps = [row["sleep_ns"] for row in rows]
+            self.assertEqual(sleeps, sorted(sleeps, reverse=True))
+
+    def test_off_by_default_and_switched_from_outside(self):
+        with Target(tracking=False) as target:
+            self.assertEqual(target.ask("round %d" % N), "done")
+            off = tdstat("-s", target.pid, check=False)
+            self.assertEqual(off.returncode, 1)
+            self.assertIn("tracking is off", off.stderr)
+            tdstat("sync", "enable", target.pid)
+            self.assertEqual(target.ask("round %d" % N), "done")
+            self.check_round(objects(target), 1)  # only the round made while on
+            tdstat("sync", "disable", target.pid)
+            self.assertEqual(target.ask("round %d" % N), "done")
+            tdstat("sync", "enable", target.pid)
+            self.check_round(objects(target), 1)  # the round made while off is not counted
+            self.assertEqual(target.ask("round %d" % N), "done")
+            self.check_round(objects(target), 2)
+
+    def test_under_load_never_decreasing_and_exact(self):
+        """Tracking on for the whole run, readers and controllers (enables,
+        which start new epochs) acting while two threads hammer the lock:
+        every reading at least the one before, the last exactly the locks made."""
+        with Target(tracking=True) as target:
+            self.assertEqual(target.ask("load"), "loading")
+            last = 0
+            for i in range(30):
+                count = objects(target)["counted_lock"]["mutex_lock"]
+                self.assertGreaterEqual(count, last)
+                last = count
+                if i % 3 == 0:
+                    tdstat("sync", "enable", target.pid)
+            answer = target.ask("stop").split()
+            self.assertEqual(answer[0], "stopped")
+            self.assertGreater(int(answer[1]), last)
+            self.assertEqual(objects(target)["counted_lock"]["mutex_lock"], int(answer[1]))
+
+    def test_toggled_under_load(self):
+        """Tracking switched off and on under load: no reading ever goes
+        down, no count exceeds the locks made, and nothing is counted while off."""
+        with Target(tracking=False) as target:
+            tdstat("sync", "enable", target.pid)
+            self.assertEqual(target.ask("load"), "loading")
+            last = 0
+            for i in range(10):
+                tdstat("sync", "disable", target.pid)
+                tdstat("sync", "enable", target.pid)
+                count = objects(target)["counted_lock"]["mutex_lock"]
+                self.assertGreaterEqual(count, last)
+                last = count
+            tdstat("sync", "disable", target.pid)
+            time.sleep(0.3)  # the loaders go on, uncounted
+            made = int(target.ask("stop").split()[1])
+            tdstat("sync", "enable", target.pid)
+            counted = objects(target)["counted_lock"]["mutex_lock"]
+            self.assertGreaterEqual(counted, last)
+            self.assertLess(counted, made)
+
+    @unittest.skipUnless(shutil.which("gcore"), "gcore (gdb) is not installed")
+    def test_core(self):
+        """tdstat core -s: the same exact counts from a gcore core."""
+        with Target(tracking=True) as target, tempfile.TemporaryDirectory() as directory:
+            self.assertEqual(target.ask("round %d" % N), "done")
+            prefix = os.path.join(directory, "core")
+            subprocess.run(["gcore", "-o", prefix, target.pid], check=True, capture_output=True, timeout=120)
+            core = "%s.%s" % (prefix, target.pid)
+            rows = [json.loads(line) for line in tdstat("core", "-s", "--json", core).stdout.splitlines()]
+            self.check_round({row["object"]: row for row in rows}, 1)
+
+    @unittest.skipUnless(text_string_to_metric_families, "python3-prometheus-client is not installed")
+    def test_serve(self):
+        """tdstat serve: the tdstat_sync_* families of a process with tracking on, exact."""
+        with Target(tracking=True) as target:
+            self.assertEqual(target.ask("round %d" % N), "done")
+            server = subprocess.Popen([TDSTAT, "serve", "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
+            try:
+                url = server.stderr.readline().split("serving ", 1)[1].strip()
+                request = urllib.request.Request(url, headers={"Accept": "application/openmetrics-text"})
+                exposition = urllib.request.urlopen(request, timeout=30).read().decode()
+            finally:
+                server.terminate()
+                server.wait()
+                server.stderr.close()
+            families = {f.name: f for f in text_string_to_metric_families(exposition)}
+            mine = [s for s in families["tdstat_sync_mutex_lock"].samples if s.labels["pid"] == target.pid]
+            self.assertEqual({s.labels["object"]: s.value for s in mine}, {"counted_lock": 2 * N, "ready_lock": 1})
+            waits = [s for s in families["tdstat_sync_sema_wait"].samples if s.labels["pid"] == target.pid]
+            self.assertEqual([s.value for s in waits], [6])
+
+    def test_usage(self):
+        self.assertEqual(tdstat("sync", "on", "1", check=False).returncode, 2)
+        self.assertEqual(tdstat("-s", "-t", "1", check=False).returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A target for tdstat -s (sync_test.py).  Commands on stdin, one a line;
+ * each is acknowledged with a line on stdout once done:
+ *   round N    two threads lock counted_lock N times each; then the main
+ *              thread takes table_lock for reading 3 times and for
+ *              writing 2 times, then once each with a deadline (timed),
+ *              posts and waits slots 5 times, then once more with a
+ *              timed wait, signals
+ *              ready_cond 4 times and broadcasts it once, and waits on
+ *              it once with a deadline in the past (a timeout): "done"
+ *   load       two threads lock and unlock counted_lock until `stop`,
+ *              counting their locks: "loading"
+ *   stop       stops them: "stopped TOTAL", the locks they made
+ *   exit
+ */
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+pthread_mutex_t counted_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
+pthread_cond_t ready_cond = PTHREAD_COND_INITIALIZER;
+pthread_mutex_t ready_lock = PTHREAD_MUTEX_INITIALIZER;
+sem_t slots;
+
+static long rounds;
+static volatile int stopping;
+static long loaded[2];
+
+static void *locker(void *unused)
+{
+	for (long i = 0; i < rounds; i++) {
+		pthread_mutex_lock(&counted_lock);
+		pthread_mutex_unlock(&counted_lock);
+	}
+	return unused;
+}
+
+static void *loader(void *slot)
+{
+	long *count = slot;
+
+	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
+		pthread_mutex_lock(&counted_lock);
+		++*count;
+		pthread_mutex_unlock(&counted_lock);
+	}
+	return NULL;
+}
+
+static void round_of(long n)
+{
+	pthread_t a, b;
+	struct timespec past = { 1, 0 }, future;
+
+	clock_gettime(CLOCK_REALTIME, &future);
+	future.tv_sec += 60;
+
+	rounds = n;
+	pthread_create(&a, NULL, locker, NULL);
+	pthread_create(&b, NULL, locker, NULL);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	for (int i = 0; i < 3; i++) {
+		pthread_rwlock_rdlock(&table_lock);
+		pthread_rwlock_unlock(&table_lock);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_rwlock_wrlock(&table_lock);
+		pthread_rwlock_unlock(&table_lock);
+	}
+	pthread_rwlock_timedrdlock(&table_lock, &future);
+	pthread_rwlock_unlock(&table_lock);
+	pthread_rwlock_timedwrlock(&table_lock, &future);
+	pthread_rwlock_unlock(&table_lock);
+	for (int i = 0; i < 5; i++) {
+		sem_post(&slots);
+		sem_wait(&slots);
+	}
+	sem_post(&slots);
+	sem_timedwait(&slots, &future);
+	for (int i = 0; i < 4; i++)
+		pthread_cond_signal(&ready_cond);
+	pthread_cond_broadcast(&ready_cond);
+	pthread_mutex_lock(&ready_lock);
+	pthread_cond_timedwait(&ready_cond, &ready_lock, &past);
+	pthread_mutex_unlock(&ready_lock);
+}
+
+int main(void)
+{
+	char line[64];
+	pthread_t loaders[2];
+
+	sem_init(&slots, 0, 1);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("ready\n");
+	while (fgets(line, sizeof(line), stdin)) {
+		if (!strncmp(line, "round ", 6)) {
+			round_of(atol(line + 6));
+			printf("done\n");
+		} else if (!strcmp(line, "load\n")) {
+			stopping = 0;
+			loaded[0] = loaded[1] = 0;
+			for (int i = 0; i < 2; i++)
+				pthread_create(&loaders[i], NULL, loader, &loaded[i]);
+			printf("loading\n");
+		} else if (!strcmp(line, "stop\n")) {
+			__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
+			for (int i = 0; i < 2; i++)
+				pthread_join(loaders[i], NULL);
+			printf("stopped %ld\n", loaded[0] + loaded[1]);
+		} else {
+			break;
+		}
+	}
+	return 0;
+}
