@@ -177,6 +177,10 @@ static void objects_deduplicate(struct object_list *list)
 {
 	size_t kept = 0;
 
+	/* No mapping at all (the process went away while its maps were
+	 * read): nothing to sort, and qsort must not get a null array. */
+	if (list->count == 0)
+		return;
 	qsort(list->objects, list->count, sizeof(*list->objects), compare_identity);
 	for (size_t i = 0; i < list->count; i++) {
 		const struct mapped_object *object = &list->objects[i];
