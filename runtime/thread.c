@@ -343,13 +343,6 @@ static void credit_sample_begin(struct tdshim_thread *self, struct tdshim_wait_s
 	scope->sample_wall_ns = tdshim_stamp_ns();
 }
 
-static int compare_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* A sample counts when the wait slept: its wall time is longer than its
  * CPU time by more than a few microseconds. */
 static void credit_sample_end(const struct tdshim_wait_scope *scope)
@@ -368,11 +361,17 @@ static void credit_sample_end(const struct tdshim_wait_scope *scope)
 	if (uatomic_add_return(&credit_stored, 1) % CREDIT_SAMPLES != 0)
 		return;
 	/* The last one of a batch publishes the median (no allocation, no
-	 * lock; a sample of the next batch stored meanwhile joins it). */
+	 * lock, no libc call: this may run in a signal handler's wait; a
+	 * sample of the next batch stored meanwhile joins it). */
 	uint64_t sorted[CREDIT_SAMPLES];
-	for (unsigned int i = 0; i < CREDIT_SAMPLES; i++)
-		sorted[i] = CMM_LOAD_SHARED(credit_samples[i]);
-	qsort(sorted, CREDIT_SAMPLES, sizeof(sorted[0]), compare_u64);
+	for (unsigned int i = 0; i < CREDIT_SAMPLES; i++) {
+		uint64_t value = CMM_LOAD_SHARED(credit_samples[i]);
+		unsigned int at = i;
+
+		for (; at > 0 && sorted[at - 1] > value; at--)
+			sorted[at] = sorted[at - 1];
+		sorted[at] = value;
+	}
 	CMM_STORE_SHARED(remote_credit_ns, sorted[CREDIT_SAMPLES / 2]);
 }
 
