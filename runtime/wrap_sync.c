@@ -291,7 +291,11 @@ TDSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *lock, clockid_t c
  * workers sharing one mutex) other threads' wake-ups, which would date
  * this one too late.  The time asleep on the mutex after a signal counts
  * as runnable; in the common "signal, then unlock" it is the rest of the
- * signaller's critical section.
+ * signaller's critical section.  Measured both ways (tests/accuracy, C
+ * pool of four workers fed by broadcasts, load 5 on 2 CPUs): 0.97-1.01
+ * of the kernel this way, 0.70-0.77 taking the newer of the two stamps.
+ * At loads of 20 and more this way reads up to 1.3x: workers then sleep
+ * on the mutex a millisecond each behind the others' critical sections.
  *
  * Before it sleeps, glibc's condvar wait releases the mutex itself (a
  * futex wake when the mutex has waiters): that time on a CPU counts as
