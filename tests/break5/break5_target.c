@@ -12,6 +12,8 @@
  *                  arrival's wake and waits again before the last
  *                  arrival's after-the-return stamp is written (the
  *                  preempting-wakee shape, with a barrier); SCHED_FIFO
+ *   barrier-cfs    the same, both threads SCHED_OTHER (nice 0) on CPU 0:
+ *                  the scheduler's wake-up preemption decides
  *   eperm-stamp    (held) an error-checking mutex's unlock by a thread that
  *                  does not own it (EPERM, wakes nobody) stamps the mutex;
  *                  its sleeping waiter is woken 20 ms later by glibc's own
@@ -26,6 +28,8 @@
  *                  CPU ~25 us, under TDSHIM_REMOTE_WAKE_NS, and is dated
  *                  from its return less the credit; 2 s (or argv[2]);
  *                  SCHED_FIFO
+ *   mid-queue-cfs  the same with no real-time priority: the driver and
+ *                  the spinner at nice -20, the waiter at nice 19 (root)
  *   remote-idle    20 us ping-pong between CPU 0 and CPU 1 (the shape of
  *                  rel_review remote-idle), 1 s; SCHED_FIFO
  *   remote-idle-nocpuclock  the same, in a seccomp sandbox that refuses
@@ -67,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,6 +121,19 @@ static void spin_ns(long ns)
 		;
 }
 
+/* CPU `cpu` and SCHED_OTHER at nice `nice` (negative: root). */
+static bool place_nice(int cpu, int nice)
+{
+	cpu_set_t cpus;
+
+	CPU_ZERO(&cpus);
+	CPU_SET(cpu, &cpus);
+	return pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus) == 0 &&
+	       setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) == 0;
+}
+
+static bool mq_cfs;
+
 static bool place(int cpu, int priority)
 {
 	cpu_set_t cpus;
@@ -131,10 +149,15 @@ static bool place(int cpu, int priority)
 static pthread_barrier_t bp_barrier;
 static volatile int bp_stop;
 
+static bool bp_cfs;
+
 static void *bp_waiter(void *arg)
 {
 	(void)arg;
-	place(0, 2);
+	if (bp_cfs)
+		place_nice(0, 0);
+	else
+		place(0, 2);
 	while (!bp_stop)
 		pthread_barrier_wait(&bp_barrier);
 	account_self();
@@ -145,7 +168,7 @@ static int barrier_preempt(void)
 {
 	pthread_t t;
 
-	if (!place(0, 1))
+	if (!(bp_cfs ? place_nice(0, 0) : place(0, 1)))
 		return 77;
 	pthread_barrier_init(&bp_barrier, NULL, 2);
 	pthread_create(&t, NULL, bp_waiter, NULL);
@@ -357,7 +380,10 @@ static volatile int mq_stop;
 static void *mq_spinner(void *arg)
 {
 	(void)arg;
-	place(1, 3);
+	if (mq_cfs)
+		place_nice(1, -20);
+	else
+		place(1, 3);
 	for (;;) {
 		sem_wait(&mq_spin);
 		if (mq_stop)
@@ -371,7 +397,10 @@ static void *mq_spinner(void *arg)
 static void *mq_waiter(void *arg)
 {
 	(void)arg;
-	place(1, 2);
+	if (mq_cfs)
+		place_nice(1, 19);
+	else
+		place(1, 2);
 	for (;;) {
 		sem_wait(&mq_wait);
 		if (mq_stop)
@@ -385,7 +414,7 @@ static int mid_queue(long seconds)
 {
 	pthread_t spinner, waiter;
 
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !place(0, 4))
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !(mq_cfs ? place_nice(0, -20) : place(0, 4)))
 		return 77;
 	sem_init(&mq_spin, 0, 0);
 	sem_init(&mq_wait, 0, 0);
@@ -556,6 +585,10 @@ int main(int argc, char **argv)
 
 	if (!strcmp(mode, "barrier-preempt"))
 		return barrier_preempt();
+	if (!strcmp(mode, "barrier-cfs")) {
+		bp_cfs = true;
+		return barrier_preempt();
+	}
 	if (!strcmp(mode, "eperm-stamp"))
 		return eperm_stamp(true);
 	if (!strcmp(mode, "other-waiter"))
@@ -568,6 +601,10 @@ int main(int argc, char **argv)
 		return ring(argc > 2 ? atoi(argv[2]) : 1);
 	if (!strcmp(mode, "mid-queue"))
 		return mid_queue(argc > 2 ? atol(argv[2]) : 2);
+	if (!strcmp(mode, "mid-queue-cfs")) {
+		mq_cfs = true;
+		return mid_queue(argc > 2 ? atol(argv[2]) : 2);
+	}
 	if (!strcmp(mode, "remote-idle"))
 		return remote_idle(false);
 	if (!strcmp(mode, "remote-idle-nocpuclock"))
