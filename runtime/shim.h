@@ -196,6 +196,11 @@ static inline bool tdshim_gathering(void)
  * collision only costs the precision of one wake-up.
  */
 void tdshim_wake_stamp(const void *object);
+struct tdshim_stamp {
+	uint64_t *slot, before, written;
+};
+void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept);
+void tdshim_wake_withdraw(const struct tdshim_stamp *kept);
 uint64_t tdshim_wake_lookup(const void *object, uint64_t since, bool *remote);
 /* A wake stamped on another CPU that a waiter returns from sooner than
  * this is dated back from the waiter's return by no more than the CPU a

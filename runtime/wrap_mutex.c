@@ -270,11 +270,16 @@ static inline __attribute__((always_inline)) int unlock_through_glibc(pthread_mu
 	unsigned int word = (unsigned int)CMM_LOAD_SHARED(mutex->__data.__lock);
 
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_unlock);
-	/* Before the call: an error (not the owner) wakes nobody, and
-	 * nobody waits from before this moment. */
-	if (word == 2 || (word & FUTEX_WAITERS))
-		tdshim_wake_stamp_if_gathering(mutex);
-	return tdshim_real_pthread_mutex_unlock(mutex);
+	/* Before the call, withdrawn after an error (not the owner): that
+	 * woke nobody, and a waiter the kernel wakes later (its owner died)
+	 * would take it. */
+	struct tdshim_stamp kept = { 0 };
+	if ((word == 2 || (word & FUTEX_WAITERS)) && tdshim_gathering())
+		tdshim_wake_stamp_keep(mutex, &kept);
+	int error = tdshim_real_pthread_mutex_unlock(mutex);
+	if (error)
+		tdshim_wake_withdraw(&kept);
+	return error;
 }
 
 static void unlock_inline(pthread_mutex_t *mutex)

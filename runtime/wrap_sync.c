@@ -450,18 +450,20 @@ TDSHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t *cond)
 	return error;
 }
 
-/* Every thread stamps the barrier when its wait returns: the first to
- * return, the last arrival, which woke the others, stamps first. */
+/* Every arrival stamps the barrier just before its call: the last one's
+ * stamp, just before it wakes the others, is the newest their waits see
+ * (one after the call was late when a woken waiter preempted it: it then
+ * landed in that waiter's next wait). */
 TDSHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *barrier)
 {
 	int result;
 
 	TDSHIM_REQUIRE_PTHREAD(pthread_barrier_wait);
+	tdshim_wake_stamp_if_gathering(barrier);
 	{
 		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_barrier_wait), barrier);
 		result = tdshim_real_pthread_barrier_wait(barrier);
 	}
-	tdshim_wake_stamp_if_gathering(barrier);
 	return result;
 }
 
@@ -787,9 +789,16 @@ TDSHIM_EXPORT int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct 
 __attribute__((noinline)) static int sem_post_slow(sem_t *semaphore, bool waiters)
 {
 	TDSHIM_REQUIRE_LIBC(sem_post);
-	if (waiters)
-		tdshim_wake_stamp_if_gathering(semaphore);
-	return tdshim_real_sem_post(semaphore);
+	struct tdshim_stamp kept = { 0 };
+	if (waiters && tdshim_gathering())
+		tdshim_wake_stamp_keep(semaphore, &kept);
+	int result = tdshim_real_sem_post(semaphore);
+	if (result != 0) {
+		TDSHIM_SAVE_ERRNO();
+		tdshim_wake_withdraw(&kept);
+		TDSHIM_RESTORE_ERRNO();
+	}
+	return result;
 }
 
 /* The inline post: 1 posted, 0 not (waiters or the maximum: *waiters
