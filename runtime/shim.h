@@ -187,9 +187,10 @@ static inline bool tdshim_gathering(void)
 
 /*
  * Wake-up stamps (runtime/wake.c).  A thread that wakes others (an unlock
- * with waiters, a signal, a post, a futex wake, a barrier arrival, a
- * thread exit) stamps the object's slot with the time and its CPU, just
- * before the wake;
+ * with waiters, a signal, a post, a futex wake, a barrier arrival)
+ * stamps the object's slot with the time and its CPU, just before the
+ * wake (and withdraws the stamp when the call failed or woke nobody);
+ * a joiner is not stamped: it counts from its return;
  * a waiter that returns from a wait on that object takes the stamp as the
  * moment it was woken.  Slots are a fixed hash table of single 64-bit
  * words (time and a tag of the object): no lock, no allocation, and a
