@@ -387,7 +387,12 @@ enum tdstat_sync_type {
 	X(RWLOCK, rw_wrlock_try, 8)                  \
 	X(RWLOCK, rw_wrlock_try_fail, 9)
 /* sema_max_count is stored as is, sema_min_count as its complement (0:
- * never seen); both only grow. */
+ * never seen); both only grow.  The try counts (mutex_try, rw_rdlock_try,
+ * rw_wrlock_try, sema_trywait) hold the tries that succeeded (a mutex's
+ * and a write lock's are then written by the new holder alone, as its
+ * lock count); Solaris' counts of calls are each plus its _fail count,
+ * which a reader adds.  A hold starts at a lock or at a try that took the
+ * object: a reader scales the sampled holds by the two together. */
 #define TDSTAT_SYNC_SEMA_COUNTS(X)                   \
 	X(SEMA, sema_wait, 0)                        \
 	X(SEMA, sema_wait_sleep, 1)                  \

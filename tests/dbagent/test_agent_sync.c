@@ -153,6 +153,45 @@ Test(agent_sync, statistics_by_solaris_names)
 	finish();
 }
 
+/* region.h: a try count holds the tries that succeeded; Solaris' count of
+ * calls adds the failed ones, and holds begin at tries that took the
+ * object as well as at locks. */
+Test(agent_sync, tries_are_successes_and_failures)
+{
+	td_syncstats_t stats;
+
+	build(true);
+	struct tdstat_sync_entry *mutex = claim(UINT64_C(0x5100), TDSTAT_SYNC_MUTEX);
+	mutex->count[0] = 10; /* mutex_lock */
+	mutex->count[3] = 6;  /* mutex_try: the ones that took it */
+	mutex->count[4] = 4;  /* mutex_try_fail */
+	mutex->hold_samples = 2;
+	mutex->hold_sampled_ns = 100;
+	struct tdstat_sync_entry *rwlock = claim(UINT64_C(0x5200), TDSTAT_SYNC_RWLOCK);
+	rwlock->count[3] = 5; /* rw_rdlock_try */
+	rwlock->count[4] = 1;
+	rwlock->count[8] = 2; /* rw_wrlock_try */
+	rwlock->count[9] = 3;
+	struct tdstat_sync_entry *sema = claim(UINT64_C(0x5300), TDSTAT_SYNC_SEMA);
+	sema->count[3] = 9;   /* sema_trywait */
+	sema->count[4] = UINT64_MAX; /* hostile: the sum saturates */
+	attach();
+	cr_assert_eq(stats_of(UINT64_C(0x5100), &stats), TD_OK);
+	cr_assert_eq(stats.ss_un.mutex.mutex_try, 10);
+	cr_assert_eq(stats.ss_un.mutex.mutex_try_fail, 4);
+	cr_assert_eq(stats.ss_un.mutex.mutex_lock, 10);
+	/* 50 ns a hold, over 10 locks and 6 tries that took it. */
+	cr_assert_eq(stats.ss_un.mutex.mutex_hold_time, 800);
+	cr_assert_eq(stats_of(UINT64_C(0x5200), &stats), TD_OK);
+	cr_assert_eq(stats.ss_un.rwlock.rw_rdlock_try, 6);
+	cr_assert_eq(stats.ss_un.rwlock.rw_rdlock_try_fail, 1);
+	cr_assert_eq(stats.ss_un.rwlock.rw_wrlock_try, 5);
+	cr_assert_eq(stats.ss_un.rwlock.rw_wrlock_try_fail, 3);
+	cr_assert_eq(stats_of(UINT64_C(0x5300), &stats), TD_OK);
+	cr_assert_eq(stats.ss_un.sema.sema_trywait, UINT64_MAX);
+	finish();
+}
+
 /* ss_info also carries the object's state, read from its memory as
  * td_sync_get_info reads it: a mutex locked by tid 4242 past the table.
  * An object whose memory cannot be read (MUTEX_AT) keeps the table's

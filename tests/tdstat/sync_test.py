@@ -97,6 +97,40 @@ class SyncStatistics(unittest.TestCase):
                            if s.labels["object"] == "counted_lock"]
                 self.assertEqual([s.value for s in samples], [2 * N])
 
+    def test_tries_counted(self):
+        """N tries of each kind, M of them failing (held by another thread,
+        or an empty semaphore): exactly N and M, through td_sync_get_stats
+        (tdstat -s, JSON and text); a shim that does not interpose the
+        tries shows 0, one that counts its own lock paths' tries more."""
+        tries, fails = 3000, 700
+        with Target(tracking=True) as target:
+            self.assertEqual(target.ask("round %d" % 10), "done")  # the lock paths' own tries: not counted
+            self.assertEqual(target.ask("tries %d %d" % (tries, fails)), "tried")
+            rows = objects(target)
+            mutex, rwlock, sema = rows["try_lock"], rows["try_table"], rows["try_slots"]
+            self.assertEqual((mutex["mutex_try"], mutex["mutex_try_fail"], mutex["mutex_lock"]), (tries, fails, 1))
+            self.assertEqual((rwlock["rw_rdlock_try"], rwlock["rw_rdlock_try_fail"]), (tries, fails))
+            self.assertEqual((rwlock["rw_wrlock_try"], rwlock["rw_wrlock_try_fail"]), (tries, fails))
+            self.assertEqual((rwlock["rw_rdlock"], rwlock["rw_wrlock"]), (0, 1))  # the holder's
+            self.assertEqual((sema["sema_trywait"], sema["sema_trywait_fail"], sema["sema_post"], sema["sema_wait"]),
+                             (tries, fails, tries - fails, 0))
+            self.assertEqual((sema["sema_min_count"], sema["sema_max_count"]), (0, 1))
+            for name in ("counted_lock", "table_lock", "slots"):
+                row = rows[name]
+                counts = [row[k] for k in row if k.endswith(("_try", "_trywait"))]
+                self.assertTrue(counts and not any(counts), name)
+            text = tdstat("-s", target.pid).stdout
+            line = next(l for l in text.splitlines() if l.startswith("try_lock "))
+            self.assertIn(" mutex_try=%d mutex_try_fail=%d" % (tries, fails), line)
+
+    def test_tries_not_counted_while_off(self):
+        with Target(tracking=False) as target:
+            self.assertEqual(target.ask("tries 100 30"), "tried")
+            tdstat("sync", "enable", target.pid)
+            self.assertEqual(target.ask("tries 50 20"), "tried")
+            mutex = objects(target)["try_lock"]
+            self.assertEqual((mutex["mutex_try"], mutex["mutex_try_fail"]), (50, 20))
+
     def test_heaviest_first(self):
         with Target(tracking=True) as target:
             self.assertEqual(target.ask("round %d" % N), "done")
