@@ -68,6 +68,12 @@ static inline void tdshim_sync_holder_add(struct tdstat_sync_entry *entry, unsig
 /* Raises a counter to at least `value` (sema_max_count, the complement
  * of sema_min_count). */
 void tdshim_sync_raise(struct tdstat_sync_entry *entry, unsigned int index, uint64_t value);
+/* The same, with the common case (already that high) inline: a load. */
+static inline void tdshim_sync_raise_inline(struct tdstat_sync_entry *entry, unsigned int index, uint64_t value)
+{
+	if (caa_unlikely(CMM_LOAD_SHARED(entry->count[index]) < value))
+		tdshim_sync_raise(entry, index, value);
+}
 
 /* The out-of-line parts of the two below: a sleep or a sampled hold. */
 void tdshim_sync_locked_slow(struct tdstat_sync_entry *entry, unsigned int lock_index, uint64_t locks,

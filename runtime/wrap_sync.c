@@ -673,6 +673,23 @@ static bool take_if_positive(sem_t *semaphore)
 	return false;
 }
 
+/* The inline take, reporting the value it left. */
+static inline bool take_if_positive_leaving(sem_t *semaphore, uint64_t *left)
+{
+	uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
+	uint64_t seen = uatomic_read(data);
+
+	while ((uint32_t)seen != 0) {
+		uint64_t before = uatomic_cmpxchg(data, seen, seen - 1);
+		if (before == seen) {
+			*left = (uint32_t)(seen - 1);
+			return true;
+		}
+		seen = before;
+	}
+	return false;
+}
+
 /* The wait paths' try of a semaphore whose layout is not known. */
 static int try_take(sem_t *semaphore)
 {
@@ -779,10 +796,27 @@ __attribute__((noinline, cold)) static int sem_wait_tracked(sem_t *semaphore, co
 	return result;
 }
 
+/*
+ * Tracked, a take that finds the value positive (the fast path's case,
+ * counted) stays in this frame: the entry from the thread's last one, the
+ * take, one atomic add and a compare of the low-water mark with the value
+ * the take left.  Anything else is sem_wait_tracked's.
+ */
 __attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, const void *site)
 {
-	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_sem_wait))
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_sem_wait)) {
+		struct tdstat_sync_entry *entry;
+		uint64_t left;
+
+		if (caa_likely(CMM_LOAD_SHARED(tdshim_sem_wait_inline) == 1) &&
+		    caa_likely((entry = tdshim_sync_entry(semaphore, TDSTAT_SYNC_SEMA)) != NULL) &&
+		    caa_likely(take_if_positive_leaving(semaphore, &left))) {
+			uatomic_add(&entry->count[TDSHIM_SYNC_sema_wait], 1);
+			tdshim_sync_raise_inline(entry, TDSHIM_SYNC_sema_min_count, ~left);
+			return 0;
+		}
 		return sem_wait_tracked(semaphore, site);
+	}
 	return sem_wait_inline_untracked(semaphore, site);
 }
 
@@ -903,10 +937,17 @@ static inline __attribute__((always_inline)) int trywait_untracked(sem_t *semaph
 __attribute__((noinline)) static int trywait_tracked(sem_t *semaphore)
 {
 	struct tdstat_sync_entry *entry = tdshim_sync_entry(semaphore, TDSTAT_SYNC_SEMA);
-	int result = trywait_untracked(semaphore);
+	uint64_t left;
+	int result;
 
 	if (!entry)
-		return result;
+		return trywait_untracked(semaphore);
+	if (caa_likely(CMM_LOAD_SHARED(semaphore_layout_known) == 1) && take_if_positive_leaving(semaphore, &left)) {
+		uatomic_add(&entry->count[TDSHIM_SYNC_sema_trywait], 1);
+		tdshim_sync_raise_inline(entry, TDSHIM_SYNC_sema_min_count, ~left);
+		return 0;
+	}
+	result = trywait_untracked(semaphore);
 	if (result == 0) {
 		tdshim_sync_add(entry, TDSHIM_SYNC_sema_trywait, 1);
 		tdshim_sync_raise(entry, TDSHIM_SYNC_sema_min_count, ~semaphore_value_now(semaphore));
@@ -953,35 +994,37 @@ __attribute__((noinline)) static int sem_post_slow(sem_t *semaphore, bool waiter
 	return result;
 }
 
-/* The inline post: 1 posted, 0 not (waiters or the maximum: *waiters
- * says which). */
-static bool post_if_nobody_waits(sem_t *semaphore, bool *waiters)
-{
-	uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
-	uint64_t seen = uatomic_read(data);
-
-	while ((seen >> 32) == 0 && (uint32_t)seen < SEMAPHORE_VALUE_MAX) {
-		uint64_t before = uatomic_cmpxchg(data, seen, seen + 1);
-		if (before == seen)
-			return true;
-		seen = before;
-	}
-	*waiters = (seen >> 32) != 0;
-	return false;
-}
-
-/* sem_post tracked: the untracked path, counted. */
-__attribute__((noinline, cold)) static int sem_post_tracked(sem_t *semaphore)
+/* sem_post tracked: the untracked path, counted; an inline post knows
+ * the value it made. */
+__attribute__((noinline)) static int sem_post_tracked(sem_t *semaphore)
 {
 	struct tdstat_sync_entry *entry = tdshim_sync_entry(semaphore, TDSTAT_SYNC_SEMA);
+	uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
 	bool waiters = true;
+	uint64_t made = 0;
 	int result = 0;
 
-	if (CMM_LOAD_SHARED(semaphore_layout_known) != 1 || !post_if_nobody_waits(semaphore, &waiters))
+	if (caa_likely(CMM_LOAD_SHARED(semaphore_layout_known) == 1)) {
+		uint64_t seen = uatomic_read(data);
+
+		while ((seen >> 32) == 0 && (uint32_t)seen < SEMAPHORE_VALUE_MAX) {
+			uint64_t before = uatomic_cmpxchg(data, seen, seen + 1);
+			if (before == seen) {
+				made = (uint32_t)seen + 1;
+				break;
+			}
+			seen = before;
+		}
+		waiters = (seen >> 32) != 0;
+	}
+	if (made == 0) {
 		result = sem_post_slow(semaphore, waiters);
+		if (result == 0 && entry)
+			made = semaphore_value_now(semaphore);
+	}
 	if (result == 0 && entry) {
-		tdshim_sync_add(entry, TDSHIM_SYNC_sema_post, 1);
-		tdshim_sync_raise(entry, TDSHIM_SYNC_sema_max_count, semaphore_value_now(semaphore));
+		uatomic_add(&entry->count[TDSHIM_SYNC_sema_post], 1);
+		tdshim_sync_raise_inline(entry, TDSHIM_SYNC_sema_max_count, made);
 	}
 	return result;
 }

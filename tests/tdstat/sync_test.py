@@ -170,7 +170,11 @@ class SyncStatistics(unittest.TestCase):
             answer = target.ask("stop").split()
             self.assertEqual(answer[0], "stopped")
             self.assertGreater(int(answer[1]), last)
-            self.assertEqual(objects(target)["counted_lock"]["mutex_lock"], int(answer[1]))
+            rows = objects(target)
+            self.assertEqual(rows["counted_lock"]["mutex_lock"], int(answer[1]))
+            # Two threads posting and taking one semaphore, counted exactly.
+            sema = rows["load_slots"]
+            self.assertEqual((sema["sema_post"], sema["sema_wait"]), (int(answer[1]), int(answer[1])))
 
     def test_toggled_under_load(self):
         """Tracking switched off and on under load: no reading ever goes
@@ -179,19 +183,27 @@ class SyncStatistics(unittest.TestCase):
             tdstat("sync", "enable", target.pid)
             self.assertEqual(target.ask("load"), "loading")
             last = 0
+            last_sema = (0, 0)
             for i in range(10):
                 tdstat("sync", "disable", target.pid)
                 tdstat("sync", "enable", target.pid)
-                count = objects(target)["counted_lock"]["mutex_lock"]
+                rows = objects(target)
+                count = rows["counted_lock"]["mutex_lock"]
                 self.assertGreaterEqual(count, last)
                 last = count
+                sema = (rows["load_slots"]["sema_post"], rows["load_slots"]["sema_wait"])
+                self.assertTrue(sema[0] >= last_sema[0] and sema[1] >= last_sema[1], (sema, last_sema))
+                last_sema = sema
             tdstat("sync", "disable", target.pid)
             time.sleep(0.3)  # the loaders go on, uncounted
             made = int(target.ask("stop").split()[1])
             tdstat("sync", "enable", target.pid)
-            counted = objects(target)["counted_lock"]["mutex_lock"]
+            rows = objects(target)
+            counted = rows["counted_lock"]["mutex_lock"]
             self.assertGreaterEqual(counted, last)
             self.assertLess(counted, made)
+            for field in ("sema_post", "sema_wait"):
+                self.assertLess(rows["load_slots"][field], made, field)
 
     @unittest.skipUnless(shutil.which("gcore"), "gcore (gdb) is not installed")
     def test_core(self):

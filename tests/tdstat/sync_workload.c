@@ -14,9 +14,11 @@
  *              times free, then M times while another thread holds
  *              them; try_slots (a semaphore at 0) M times empty, then
  *              N - M times after a post: "tried"
- *   load       two threads lock and unlock counted_lock until `stop`,
- *              counting their locks: "loading"
- *   stop       stops them: "stopped TOTAL", the locks they made
+ *   load       two threads lock and unlock counted_lock, then post and
+ *              take load_slots (never empty when taken: each thread
+ *              posts first), until `stop`, counting their rounds:
+ *              "loading"
+ *   stop       stops them: "stopped TOTAL", the rounds they made
  *   exit
  */
 #include <errno.h>
@@ -35,6 +37,7 @@ sem_t slots;
 pthread_mutex_t try_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_rwlock_t try_table = PTHREAD_RWLOCK_INITIALIZER;
 sem_t try_slots;
+sem_t load_slots;
 
 static long rounds;
 static volatile int stopping;
@@ -57,6 +60,8 @@ static void *loader(void *slot)
 		pthread_mutex_lock(&counted_lock);
 		++*count;
 		pthread_mutex_unlock(&counted_lock);
+		sem_post(&load_slots);
+		sem_wait(&load_slots);
 	}
 	return NULL;
 }
@@ -163,6 +168,7 @@ int main(void)
 
 	sem_init(&slots, 0, 1);
 	sem_init(&try_slots, 0, 0);
+	sem_init(&load_slots, 0, 0);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("ready\n");
 	while (fgets(line, sizeof(line), stdin)) {
