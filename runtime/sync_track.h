@@ -26,7 +26,8 @@ static inline uint64_t tdshim_sync_control(void)
 
 /* The entry of `object` when tracking is on, else NULL (also when the
  * table has no room: counted as overflow).  Each thread remembers the
- * last entry it found: a lock and its unlock look up the same object.
+ * last entry it found, or that it found none: a lock and its unlock look
+ * up the same object.
  * Entries are never freed while the process lives (a fork child's table
  * starts empty, and its one thread forgets: tdshim_sync_after_fork). */
 struct tdshim_sync_last {

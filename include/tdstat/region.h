@@ -337,9 +337,13 @@ struct tdstat_region_header {
  * The table: open addressing keyed by `key` (the object's address with
  * its type in the low three bits), `capacity` entries (a power of two),
  * claimed by CAS from 0 at the first tracked call on the object; a probe
- * goes at most `probes` entries from the object's hash.  A call on an
- * object that finds no entry is counted in `overflow` (calls, not
- * objects), never a crash.  Entries are never freed (a process that
+ * goes at most `probes` entries from the object's hash.  A lookup that
+ * finds no entry is counted in `overflow`, never a crash: once each time
+ * a thread turns to such an object (the thread remembers the last object
+ * it looked up, found or not, so its next calls on it are neither looked
+ * up nor counted again until it turns to another).  One thread's
+ * objects are thus each counted once however often it calls them; a
+ * thread that alternates between objects counts each return.  Entries are never freed (a process that
  * makes and destroys objects without end fills the table: overflow).
  *
  * Counters are 64-bit words updated in place: by an atomic add, or, for
@@ -446,7 +450,7 @@ struct tdstat_sync_header {
 	uint64_t reserved1[5];
 	/* line 2: written on claims and overflows */
 	uint64_t used;            /* entries claimed */
-	uint64_t overflow;        /* calls on objects that found no entry */
+	uint64_t overflow;        /* lookups that found no entry (see above) */
 	uint64_t reserved2[6];
 };
 

@@ -227,6 +227,36 @@ Test(agent_sync, info_has_the_objects_state)
 	finish();
 }
 
+/* The table as a whole: capacity, use and overflow from its header, on
+ * or off; a header that claims more entries used than it has says the
+ * capacity. */
+Test(agent_sync, table_capacity_use_and_overflow)
+{
+	td_sync_table_t table;
+
+	build(false);
+	sync_header()->used = 3;
+	sync_header()->overflow = 12345;
+	attach();
+	memset(&table, 0xff, sizeof(table));
+	cr_assert_eq(td_ta_sync_table(agent, &table), TD_OK);
+	cr_assert_eq(table.st_capacity, ENTRIES);
+	cr_assert_eq(table.st_probes, 4);
+	cr_assert_eq(table.st_used, 3);
+	cr_assert_eq(table.st_overflow, 12345);
+	cr_assert_eq(table.st_tracking, 0);
+	cr_assert_eq(table.st_pad, 0);
+	cr_assert_eq(table.st_spare[3], 0);
+	cr_assert_eq(td_ta_sync_table(agent, NULL), TD_ERR);
+	cr_assert_eq(td_ta_sync_table(NULL, &table), TD_BADTA);
+	cr_assert_eq(td_ta_sync_tracking_enable(agent, 1), TD_OK);
+	sync_header()->used = UINT64_MAX;
+	cr_assert_eq(td_ta_sync_table(agent, &table), TD_OK);
+	cr_assert_eq(table.st_tracking, 1);
+	cr_assert_eq(table.st_used, ENTRIES);
+	finish();
+}
+
 Test(agent_sync, off_is_nocapab)
 {
 	td_syncstats_t stats;
@@ -293,6 +323,8 @@ static void expect_refused(void)
 	attach();
 	cr_assert_eq(stats_of(MUTEX_AT, &stats), TD_NOCAPAB);
 	cr_assert_eq(td_ta_sync_tracking_enable(agent, 1), TD_NOCAPAB);
+	td_sync_table_t table;
+	cr_assert_eq(td_ta_sync_table(agent, &table), TD_NOCAPAB);
 	cr_assert_eq(td_ta_sync_iter(agent, gather, seen), TD_OK, "the blocked objects only");
 	cr_assert_eq(seen[0], 0);
 	cr_assert_eq(td_ta_get_stats(agent, &process), TD_OK);

@@ -57,10 +57,27 @@ def tdstat(*arguments, check=True):
     return subprocess.run([TDSTAT, *arguments], check=check, capture_output=True, text=True, timeout=60)
 
 
+def json_lines(target):
+    return [json.loads(line) for line in tdstat("-s", "--format", "json", target.pid).stdout.splitlines()]
+
+
 def objects(target):
-    """{object name: row} from tdstat -s --format json."""
-    rows = [json.loads(line) for line in tdstat("-s", "--format", "json", target.pid).stdout.splitlines()]
-    return {row["object"]: row for row in rows}
+    """{object name: row} from tdstat -s --format json (the object lines)."""
+    return {row["object"]: row for row in json_lines(target) if "object" in row}
+
+
+def scrape():
+    """One GET /metrics of `tdstat serve`, parsed: {family name: family}."""
+    server = subprocess.Popen([TDSTAT, "serve", "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
+    try:
+        url = server.stderr.readline().split("serving ", 1)[1].strip()
+        request = urllib.request.Request(url, headers={"Accept": "application/openmetrics-text"})
+        exposition = urllib.request.urlopen(request, timeout=30).read().decode()
+    finally:
+        server.terminate()
+        server.wait()
+        server.stderr.close()
+    return {f.name: f for f in text_string_to_metric_families(exposition)}
 
 
 class SyncStatistics(unittest.TestCase):
@@ -131,11 +148,58 @@ class SyncStatistics(unittest.TestCase):
             mutex = objects(target)["try_lock"]
             self.assertEqual((mutex["mutex_try"], mutex["mutex_try_fail"]), (50, 20))
 
+    def test_table_overflow(self):
+        """More mutexes than the table holds, each locked and unlocked once
+        by one thread: the objects past the table are not tracked, and
+        td_ta_sync_table's overflow counts each once (the unlock does not
+        look it up again), exactly, in every format and in serve; a table
+        that was not full reports none."""
+        many = 6000
+        with Target(tracking=True) as target:
+            table = json_lines(target)[-1]["sync_table"]
+            self.assertEqual((table["capacity"], table["overflow"], table["tracking"]), (4096, 0, True))
+            self.assertNotIn("overflow:", tdstat("-s", target.pid).stdout)
+            answer = target.ask("fill %d" % many).split()
+            self.assertEqual(answer[0], "filled")
+            start, size = int(answer[1], 16), int(answer[2])
+            lines = json_lines(target)
+            table = lines[-1]["sync_table"]
+            rows = [row for row in lines if "object" in row]
+            filled = [row for row in rows if start <= int(row["address"], 16) < start + size]
+            self.assertTrue(all(row["mutex_lock"] == 1 for row in filled))
+            untracked = many - len(filled)
+            self.assertGreater(untracked, many - 4096 - 1)
+            self.assertEqual(table["used"], len(rows))
+            self.assertGreater(table["used"], 4000)  # 16 probes leave few entries unclaimed
+            self.assertLessEqual(table["used"], table["capacity"])
+            self.assertEqual(table["overflow"], untracked)
+            overflow = table["overflow"]
+            text = tdstat("-s", target.pid).stdout.splitlines()
+            self.assertEqual([l for l in text if l.startswith("overflow:")],
+                             ["overflow: %d lookups found no room in the table (4096 entries, %d used): those "
+                              "objects are not tracked (a thread counts each once, again when it comes back to one "
+                              "after another); entries are never freed: start the program again and turn tracking "
+                              "on (tdstat sync enable PID) only for the part to study" % (overflow, table["used"])])
+            table_rows = [r for r in csv.DictReader(io.StringIO(tdstat("-s", "--format", "csv", target.pid).stdout,
+                                                                newline="")) if r["type"] == "table"]
+            self.assertEqual([(r["capacity"], r["used"], r["overflow"]) for r in table_rows],
+                             [("4096", str(table["used"]), str(overflow))])
+            if text_string_to_metric_families:
+                exposition = tdstat("-s", "--format", "openmetrics", target.pid).stdout
+                families = {f.name: f for f in text_string_to_metric_families(exposition)}
+                self.assertEqual([s.value for s in families["tdstat_sync_table_overflow"].samples], [overflow])
+                self.assertEqual([s.value for s in families["tdstat_sync_table_used"].samples], [table["used"]])
+                self.assertEqual([s.value for s in families["tdstat_sync_table_capacity"].samples], [4096])
+                served = scrape()
+                samples = [s for s in served["tdstat_sync_table_overflow"].samples if s.labels["pid"] == target.pid]
+                self.assertEqual([s.value for s in samples], [overflow])
+
     def test_heaviest_first(self):
         with Target(tracking=True) as target:
             self.assertEqual(target.ask("round %d" % N), "done")
             rows = [json.loads(line) for line in tdstat("-s", "--json", target.pid).stdout.splitlines()]
-            sleeps = [row["sleep_ns"] for row in rows]
+            self.assertEqual(list(rows[-1]), ["pid", "sync_table"])  # the table's line comes last
+            sleeps = [row["sleep_ns"] for row in rows[:-1]]
             self.assertEqual(sleeps, sorted(sleeps, reverse=True))
 
     def test_off_by_default_and_switched_from_outside(self):
@@ -214,23 +278,17 @@ class SyncStatistics(unittest.TestCase):
             subprocess.run(["gcore", "-o", prefix, target.pid], check=True, capture_output=True, timeout=120)
             core = "%s.%s" % (prefix, target.pid)
             rows = [json.loads(line) for line in tdstat("core", "-s", "--json", core).stdout.splitlines()]
-            self.check_round({row["object"]: row for row in rows}, 1)
+            self.check_round({row["object"]: row for row in rows if "object" in row}, 1)
+            self.assertEqual(rows[-1]["sync_table"]["overflow"], 0)
 
     @unittest.skipUnless(text_string_to_metric_families, "python3-prometheus-client is not installed")
     def test_serve(self):
         """tdstat serve: the tdstat_sync_* families of a process with tracking on, exact."""
         with Target(tracking=True) as target:
             self.assertEqual(target.ask("round %d" % N), "done")
-            server = subprocess.Popen([TDSTAT, "serve", "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
-            try:
-                url = server.stderr.readline().split("serving ", 1)[1].strip()
-                request = urllib.request.Request(url, headers={"Accept": "application/openmetrics-text"})
-                exposition = urllib.request.urlopen(request, timeout=30).read().decode()
-            finally:
-                server.terminate()
-                server.wait()
-                server.stderr.close()
-            families = {f.name: f for f in text_string_to_metric_families(exposition)}
+            families = scrape()
+            tables = [s for s in families["tdstat_sync_table_overflow"].samples if s.labels["pid"] == target.pid]
+            self.assertEqual([s.value for s in tables], [0])
             mine = [s for s in families["tdstat_sync_mutex_lock"].samples if s.labels["pid"] == target.pid]
             self.assertEqual({s.labels["object"]: s.value for s in mine}, {"counted_lock": 2 * N, "ready_lock": 1})
             waits = [s for s in families["tdstat_sync_sema_wait"].samples if s.labels["pid"] == target.pid]

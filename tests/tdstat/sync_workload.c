@@ -14,6 +14,9 @@
  *              times free, then M times while another thread holds
  *              them; try_slots (a semaphore at 0) M times empty, then
  *              N - M times after a post: "tried"
+ *   fill K     locks and unlocks K mutexes of a new array once each (more
+ *              than the tracking table holds): "filled ADDRESS SIZE",
+ *              the array's address and its size in bytes
  *   load       two threads lock and unlock counted_lock, then post and
  *              take load_slots (never empty when taken: each thread
  *              posts first), until `stop`, counting their rounds:
@@ -181,6 +184,17 @@ int main(void)
 
 			tries_of(n, strtol(rest, NULL, 10));
 			printf("tried\n");
+		} else if (!strncmp(line, "fill ", 5)) {
+			long k = atol(line + 5);
+			pthread_mutex_t *many = calloc((size_t)k, sizeof(*many));
+
+			if (!many)
+				break;
+			for (long i = 0; i < k; i++) {
+				pthread_mutex_lock(&many[i]);
+				pthread_mutex_unlock(&many[i]);
+			}
+			printf("filled %p %zu\n", (void *)many, (size_t)k * sizeof(*many));
 		} else if (!strcmp(line, "load\n")) {
 			stopping = 0;
 			loaded[0] = loaded[1] = 0;
