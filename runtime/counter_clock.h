@@ -159,6 +159,15 @@ static inline uint64_t tdshim_announce(struct tdstat_record *record, uint64_t si
 	return tdshim_announce_slow(record, since);
 }
 
+/* The CPU this thread runs on, from glibc's rseq area (a load); -1 where
+ * the kernel does not keep it (registration failed). */
+static inline int tdshim_current_cpu(void)
+{
+	int32_t cpu = (int32_t)CMM_LOAD_SHARED(tdshim_thread_rseq()->cpu_id);
+
+	return cpu >= 0 ? cpu : -1;
+}
+
 /* CLOCK_MONOTONIC for stamps (see shim.h). */
 static inline uint64_t tdshim_stamp_ns(void)
 {
@@ -180,6 +189,11 @@ static inline uint64_t tdshim_announce(struct tdstat_record *record, uint64_t si
 static inline uint64_t tdshim_stamp_ns(void)
 {
 	return tdshim_now_ns();
+}
+
+static inline int tdshim_current_cpu(void)
+{
+	return -1;
 }
 
 #endif

@@ -54,6 +54,8 @@ struct tdshim_thread {
 	int *errno_location;          /* cached __errno_location() */
 	bool overflow;                /* counted in status.overflow_live */
 	bool exited;                  /* tracking ended: never adopt again */
+	bool sample_next_wait;        /* measure the CPU its next sleep takes (thread.c) */
+	unsigned int remote_wakes;    /* wakes from another CPU, dated by that measure */
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves
 	 * `anchor`.  `check` (the xor of the other three) tells a whole one
@@ -186,15 +188,19 @@ static inline bool tdshim_gathering(void)
 /*
  * Wake-up stamps (runtime/wake.c).  A thread that wakes others (an unlock
  * with waiters, a signal, a post, a futex wake, a barrier arrival, a
- * thread exit) stamps the object's slot with the time, right after the
- * wake (a thread's exit: before it);
+ * thread exit) stamps the object's slot with the time and its CPU, just
+ * before the wake;
  * a waiter that returns from a wait on that object takes the stamp as the
  * moment it was woken.  Slots are a fixed hash table of single 64-bit
  * words (time and a tag of the object): no lock, no allocation, and a
  * collision only costs the precision of one wake-up.
  */
 void tdshim_wake_stamp(const void *object);
-uint64_t tdshim_wake_lookup(const void *object);
+uint64_t tdshim_wake_lookup(const void *object, uint64_t since, bool *remote);
+/* A wake stamped on another CPU that a waiter returns from sooner than
+ * this is dated back from the waiter's return by no more than the CPU a
+ * sleep takes (runtime/thread.c says why). */
+#define TDSHIM_REMOTE_WAKE_NS UINT64_C(50000)
 static inline void tdshim_wake_stamp_if_gathering(const void *object)
 {
 	if (tdshim_gathering())
@@ -281,6 +287,8 @@ struct tdshim_wait_scope {
 	uint64_t timeout_ns;    /* or relative to the wait's start; 0: none */
 	bool never_slept;       /* the call returned without sleeping (EAGAIN) */
 	bool timed_out;         /* the call said its timeout expired */
+	uint64_t sample_cpu_ns; /* a sampled wait: the thread's CPU clock ... */
+	uint64_t sample_wall_ns; /* ... and the monotonic clock at its start */
 };
 void tdshim_wait_begin(struct tdshim_wait_scope *scope);
 void tdshim_wait_end(struct tdshim_wait_scope *scope);

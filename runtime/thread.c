@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 
 #include "shim.h"
+#include "counter_clock.h"
 
 /* What the trampoline needs: the user's start routine.  One per record
  * (indexed like the records), so creating a tracked thread allocates
@@ -303,6 +304,77 @@ static bool outer_scope_gone(const struct tdshim_thread *self, const struct tdsh
 	return !(sigaltstack(NULL, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK));
 }
 
+/*
+ * The CPU a sleep takes.  The kernel counts a sleeping call's own work
+ * (entering the futex, switching out, and back in after the wake-up) as
+ * running.  When the wake comes from another CPU within
+ * TDSHIM_REMOTE_WAKE_NS, the stamp cannot say when the kernel counted the
+ * thread runnable (see wait_woken), so the thread counts as woken that
+ * much CPU before its return.  It is measured as the thread CPU clock's
+ * growth over a sleep (two clock_gettime calls, about 1.6 us on this kind
+ * of machine): the sleep after such a wake, every one until a first
+ * figure exists, then one in CREDIT_EVERY; the figure is the median of
+ * the last CREDIT_SAMPLES, renewed with each batch (a virtual machine's
+ * cost of a sleep moves with the host's own halt polling: 3.5 us at one
+ * program's start, 14 us a second later).  Until the first batch such a
+ * wake counts from the return.
+ */
+#define CREDIT_SAMPLES 15u
+#define CREDIT_EVERY 64u
+#define CREDIT_SAMPLE_MAX_NS UINT64_C(1000000)
+static uint64_t credit_samples[CREDIT_SAMPLES];
+static unsigned int credit_claimed, credit_stored;
+static uint64_t remote_credit_ns;
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec now;
+	TDSHIM_SAVE_ERRNO();
+	int failed = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+
+	TDSHIM_RESTORE_ERRNO();
+	return failed ? 0 : (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static void credit_sample_begin(struct tdshim_thread *self, struct tdshim_wait_scope *scope)
+{
+	self->sample_next_wait = false;
+	scope->sample_cpu_ns = thread_cpu_ns();
+	scope->sample_wall_ns = tdshim_stamp_ns();
+}
+
+/* A sample counts when the wait slept: its wall time is longer than its
+ * CPU time by more than a few microseconds. */
+static void credit_sample_end(const struct tdshim_wait_scope *scope)
+{
+	uint64_t cpu = thread_cpu_ns(), wall = tdshim_stamp_ns();
+
+	if (!cpu || cpu < scope->sample_cpu_ns || wall < scope->sample_wall_ns)
+		return;
+	cpu -= scope->sample_cpu_ns;
+	wall -= scope->sample_wall_ns;
+	if (scope->never_slept || cpu > CREDIT_SAMPLE_MAX_NS || wall < cpu + 2000)
+		return;
+	unsigned int index = uatomic_add_return(&credit_claimed, 1) - 1;
+
+	CMM_STORE_SHARED(credit_samples[index % CREDIT_SAMPLES], cpu);
+	if (uatomic_add_return(&credit_stored, 1) % CREDIT_SAMPLES != 0)
+		return;
+	/* The last one of a batch publishes the median (no allocation, no
+	 * lock, no libc call: this may run in a signal handler's wait; a
+	 * sample of the next batch stored meanwhile joins it). */
+	uint64_t sorted[CREDIT_SAMPLES];
+	for (unsigned int i = 0; i < CREDIT_SAMPLES; i++) {
+		uint64_t value = CMM_LOAD_SHARED(credit_samples[i]);
+		unsigned int at = i;
+
+		for (; at > 0 && sorted[at - 1] > value; at--)
+			sorted[at] = sorted[at - 1];
+		sorted[at] = value;
+	}
+	CMM_STORE_SHARED(remote_credit_ns, sorted[CREDIT_SAMPLES / 2]);
+}
+
 void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 {
 	struct tdshim_thread *self = &tdshim_self;
@@ -334,6 +406,8 @@ void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 		.object = scope->object,
 		.site = scope->site,
 	};
+	if (caa_unlikely(self->sample_next_wait))
+		credit_sample_begin(self, scope);
 	change_own_record(self, &change);
 }
 
@@ -355,10 +429,34 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 		 * clamped to it by the change: no clock read here. */
 		return expiry > since ? expiry : 0;
 	}
+	bool remote = false;
 	for (int i = 0; i < 2; i++) {
-		uint64_t stamp = scope->wake_keys[i] ? tdshim_wake_lookup(scope->wake_keys[i]) : 0;
-		if (stamp > since && stamp > woken)
+		bool from_other_cpu = false;
+		uint64_t stamp = scope->wake_keys[i] ? tdshim_wake_lookup(scope->wake_keys[i], since, &from_other_cpu) : 0;
+		if (stamp > since && stamp > woken) {
 			woken = stamp;
+			remote = from_other_cpu;
+		}
+	}
+	/* A wake from another CPU that reached this thread within
+	 * TDSHIM_REMOTE_WAKE_NS.  The kernel hands a wake for an idle CPU to
+	 * that CPU and counts the thread runnable only when the CPU takes it
+	 * (15 us or more later on a halted virtual CPU), just before it
+	 * runs; a busy CPU it queues the thread on at once.  The waiter
+	 * cannot tell the two apart, so it counts as woken the CPU its sleep
+	 * takes before its return (or at the stamp, if that is later): what
+	 * the kernel counts in the first case, and most of the second (a
+	 * thread queued on a busy CPU waits for it a few microseconds or
+	 * longer than this bound). */
+	if (remote && woken) {
+		uint64_t now = tdshim_stamp_ns();
+		if (now >= woken && now - woken < TDSHIM_REMOTE_WAKE_NS) {
+			uint64_t credit = CMM_LOAD_SHARED(remote_credit_ns);
+
+			if (!credit || ++tdshim_self.remote_wakes % CREDIT_EVERY == 0)
+				tdshim_self.sample_next_wait = true;
+			return now - woken > credit ? now - credit : woken;
+		}
 	}
 	return woken;
 }
@@ -369,6 +467,8 @@ void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_sc
 	if (self->record) {
 		const struct tdstat_record *record = self->record;
 		uint64_t since = CMM_LOAD_SHARED(record->copy[CMM_LOAD_SHARED(record->seq) & 1].since_ns);
+		if (scope && caa_unlikely(scope->sample_cpu_ns))
+			credit_sample_end(scope);
 		struct tdshim_change change = {
 			.state = TDSTAT_STATE_RUNNABLE,
 			.woken_ns = scope && tdshim_gathering() ? wait_woken(scope, since) : 0,

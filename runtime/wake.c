@@ -5,20 +5,26 @@
  * The kernel counts a woken thread as runnable from the wake-up (it waits
  * in the run queue until a CPU is free); the waiter itself learns of it
  * only when it runs again.  Wakers stamp the object they wake waiters of
- * (the slot of its address in a fixed table) just after the wake; a
+ * (the slot of its address in a fixed table) just before the wake; a
  * waiter reads its objects' slots when its wait returns, and a timed wait
  * that ran its course was woken at its deadline plus half the timer slack.
  *
- * A slot is one 64-bit word: the time (16 ns units) above an 8-bit tag
- * of the object, written and read whole, so it never tears; two objects
- * that share a slot are told apart by the tag, or cost one wake-up's
- * precision when the tag collides too.  Memory ordering: the stamp is a
- * plain store right after the wake's syscall; a woken thread that runs
- * before it is written finds no newer stamp and counts from its return
- * (it did not wait for a CPU), one that waits in the run queue finds it
- * (the kernel counts the wake from when it reaches the thread, tens of
- * microseconds after the waker asked on an idle CPU of a virtual
- * machine: a stamp before the wake counted that as runnable).  A waiter
+ * A slot is one 64-bit word, written and read whole, so it never tears:
+ * the time (16 ns units, its low 50 bits), the waker's CPU (8 bits) and
+ * a tag of the object (6 bits); two objects that share a slot are told
+ * apart by the tag, or cost one wake-up's precision when the tag
+ * collides too.
+ *
+ * Why before the wake: a stamp written after it lands late when the
+ * woken thread preempts its waker inside the wake (the usual case when
+ * both share a CPU), and a late stamp is newer than the start of the
+ * woken thread's next wait, which then counts as woken a whole turn too
+ * early.  Written before, a stamp is late only when its waker is
+ * preempted in the few instructions between the stamp and the system
+ * call.  A wake that reaches an idle CPU is another matter (the kernel
+ * counts the thread runnable only when that CPU takes the wake, 15 us or
+ * more later on a halted virtual CPU): the waiter sees the stamp's CPU
+ * and runtime/thread.c dates such a wake from its own return.  A waiter
  * reading a stamp from a wake that was not its own only ever gets a time
  * inside its wait (it checks).
  */
@@ -26,8 +32,11 @@
 #include "counter_clock.h"
 
 #define WAKE_SLOTS 4096u
-#define TAG_BITS 8u
+#define TAG_BITS 6u
+#define CPU_BITS 8u
 #define TIME_SHIFT 4u
+#define TIME_BITS (64u - CPU_BITS - TAG_BITS)
+#define TIME_MASK ((UINT64_C(1) << TIME_BITS) - 1)
 
 static uint64_t wake_slots[WAKE_SLOTS];
 
@@ -41,23 +50,46 @@ static uint64_t mix(const void *object)
 	return x;
 }
 
+static uint64_t tag_of(uint64_t hash)
+{
+	return hash >> (64u - TAG_BITS);
+}
+
 void tdshim_wake_stamp(const void *object)
 {
 	uint64_t hash = mix(object);
 	uint64_t now = tdshim_stamp_ns();
+	int cpu = tdshim_current_cpu();
+	/* 0: the waker's CPU is not known; else 1 + the CPU modulo 255. */
+	uint64_t cpu_field = cpu < 0 ? 0 : 1 + (uint64_t)cpu % ((1u << CPU_BITS) - 1);
 
 	CMM_STORE_SHARED(wake_slots[hash % WAKE_SLOTS],
-			 (now >> TIME_SHIFT) << TAG_BITS | (hash >> 56));
+			 ((now >> TIME_SHIFT) & TIME_MASK) << (CPU_BITS + TAG_BITS) | cpu_field << TAG_BITS |
+				 tag_of(hash));
 }
 
-uint64_t tdshim_wake_lookup(const void *object)
+/* The slot keeps the time's low TIME_BITS (16 ns units, 208 days); the
+ * rest comes from `since`, the start of the wait: a stamp of this wait is
+ * after it.  One older than `since` (another wait's) lands about 208 days
+ * later and is refused with anything past half of that. */
+uint64_t tdshim_wake_lookup(const void *object, uint64_t since, bool *remote)
 {
 	uint64_t hash = mix(object);
 	uint64_t slot = CMM_LOAD_SHARED(wake_slots[hash % WAKE_SLOTS]);
 
-	if (slot == 0 || (slot & ((1u << TAG_BITS) - 1)) != hash >> 56)
+	if (slot == 0 || (slot & ((1u << TAG_BITS) - 1)) != tag_of(hash))
 		return 0;
-	return (slot >> TAG_BITS) << TIME_SHIFT;
+	uint64_t units = slot >> (CPU_BITS + TAG_BITS);
+	uint64_t since_units = since >> TIME_SHIFT;
+	uint64_t after = (units - since_units) & TIME_MASK;
+
+	if (after > TIME_MASK / 2)
+		return 0;
+	uint64_t cpu_field = slot >> TAG_BITS & ((1u << CPU_BITS) - 1);
+	int cpu = tdshim_current_cpu();
+
+	*remote = cpu_field != 0 && cpu >= 0 && cpu_field != 1 + (uint64_t)cpu % ((1u << CPU_BITS) - 1);
+	return (since_units + after) << TIME_SHIFT;
 }
 
 static uint64_t timespec_ns(const struct timespec *time)

@@ -98,18 +98,18 @@ __attribute__((noinline)) static long futex_waitv_call(long a1, long a2, long a3
 	return tdshim_real_syscall(SYS_futex_waitv, a1, a2, a3, a4, a5, a6);
 }
 
-/* After a wake that woke someone (its result counts them); errno is the
- * call's (a clock read does not touch it). */
-static long stamp_futex_wake(long result, long a1, long a2, long a5)
+/* Before a wake (whether it wakes anyone is known only after; a stamp
+ * that woke nobody is older than any later wait, which ignores it); a
+ * clock read does not touch errno. */
+static void stamp_futex_wake(long a1, long a2, long a5)
 {
 	int words = futex_woken_words((int)a2 & FUTEX_CMD_MASK);
 
-	if (result <= 0 || words == 0 || !tdshim_gathering())
-		return result;
+	if (words == 0 || !tdshim_gathering())
+		return;
 	tdshim_wake_stamp((const void *)a1);
 	if (words == 2)
 		tdshim_wake_stamp((const void *)a5);
-	return result;
 }
 
 __attribute__((noinline)) static long tracked_syscall(long number, long a1, long a2, long a3, long a4, long a5,
@@ -126,7 +126,8 @@ __attribute__((noinline)) static long tracked_syscall(long number, long a1, long
 		return futex_waitv_call(a1, a2, a3, a4, a5, a6, site);
 	if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
 		return futex_wait_call(a1, a2, a3, a4, a5, a6, site);
-	return stamp_futex_wake(tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6), a1, a2, a5);
+	stamp_futex_wake(a1, a2, a5);
+	return tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
 }
 
 /*

@@ -322,15 +322,15 @@ TDSHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t *mutex)
  * Unlock.  The default mutex is released here with glibc's own protocol
  * (the owner field cleared, one user less, the word exchanged to 0 and a
  * waiter woken if it was 2), so its waiters learn the moment of the
- * wake-up from the stamp written just after the wake.  Every other type
- * goes to glibc, then a stamp when its word said someone may wait
- * (2 for the normal kinds, FUTEX_WAITERS for robust and PI mutexes).
+ * wake-up from the stamp written just before the wake.  Every other type
+ * is stamped when its word says someone may wait (2 for the normal
+ * kinds, FUTEX_WAITERS for robust and PI mutexes), then goes to glibc.
  * The uncontended path reads no clock.
  */
 __attribute__((noinline)) static void wake_default_waiter(pthread_mutex_t *mutex)
 {
-	tdshim_futex(&mutex->__data.__lock, FUTEX_WAKE_PRIVATE, 1, NULL);
 	tdshim_wake_stamp_if_gathering(mutex);
+	tdshim_futex(&mutex->__data.__lock, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 static inline __attribute__((always_inline)) int unlock_through_glibc(pthread_mutex_t *mutex)
@@ -338,10 +338,11 @@ static inline __attribute__((always_inline)) int unlock_through_glibc(pthread_mu
 	unsigned int word = (unsigned int)CMM_LOAD_SHARED(mutex->__data.__lock);
 
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_unlock);
-	int error = tdshim_real_pthread_mutex_unlock(mutex);
-	if (error == 0 && (word == 2 || (word & FUTEX_WAITERS)))
+	/* Before the call: an error (not the owner) wakes nobody, and
+	 * nobody waits from before this moment. */
+	if (word == 2 || (word & FUTEX_WAITERS))
 		tdshim_wake_stamp_if_gathering(mutex);
-	return error;
+	return tdshim_real_pthread_mutex_unlock(mutex);
 }
 
 static void unlock_inline(pthread_mutex_t *mutex)

@@ -29,6 +29,22 @@
  *                      (runtime/announce.c): no record's last change is
  *                      dated after the reader's clock, by more than 50 us,
  *                      in 3 s of snapshots of the churning target
+ *   preempting-wakee   a waiter that preempts its waker inside the wake
+ *                      and waits again before the waker could stamp:
+ *                      runnable ~0 (a stamp written after the wake landed
+ *                      in the next wait, which counted as woken up to the
+ *                      commit lag early: 0.5 of 20 ms turns)
+ *   remote-busy        a waiter woken from another CPU onto a CPU busy
+ *                      with a higher-priority spinner for 5 ms of each
+ *                      20 ms turn: runnable ~0.5 (spinner 0.25, the
+ *                      waiter's run-queue wait 0.25), not 0.25 (a wake
+ *                      from another CPU dated at the waiter's return
+ *                      whatever its delay); needs SCHED_FIFO (root)
+ *   remote-idle        ping-pong with 20 us turns between two CPUs that
+ *                      idle in between: runnable time within 15% of the
+ *                      threads' kernel CPU + run-queue time (the waker's
+ *                      stamp counted the ~15 us a halted virtual CPU takes
+ *                      to take the wake: 1.4x); needs SCHED_FIFO (root)
  *   late-announcement  writers whose clock reads return late (preempted
  *                      right after reading, LATECLOCK_NS with rel_slowclock
  *                      preloaded before the shim): no integral goes down
@@ -237,6 +253,27 @@ static int fast_fail(void)
 	return rel_failures ? 1 : 0;
 }
 
+static int remote_idle(void)
+{
+	const char *const args[] = { "remote-idle", NULL };
+	double nthreads, runnable, window, cpu, wait;
+
+	if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
+		return 77;
+	}
+	if (!tdstat_run_json(args, &nthreads, &runnable, &window, NULL, &cpu, &wait))
+		return 1;
+	double counted = runnable * window, kernel = cpu + wait;
+	printf("runnable %.3f s; the players' kernel figures: on a CPU %.3f s, waiting for one %.3f s; ratio %.3f\n",
+	       counted, cpu, wait, kernel > 0 ? counted / kernel : 0);
+	if (kernel <= 0.1)
+		rel_fail("no kernel figures (%.3f s): nothing to compare with", kernel);
+	else if (counted < 0.85 * kernel || counted > 1.15 * kernel)
+		rel_fail("runnable %.3f s against the kernel's %.3f s: outside 15%%", counted, kernel);
+	return rel_failures ? 1 : 0;
+}
+
 /* ---- resets-monotonic ---- */
 /* Back-to-back snapshots of the churning target for `seconds`, while a
  * second agent resets `resets` times: no integral goes down within one
@@ -436,6 +473,17 @@ int main(int argc, char **argv)
 		return stamps_on_clock();
 	if (!strcmp(mode, "late-announcement"))
 		return late_announcement();
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stamps-on-clock\n");
+	if (!strcmp(mode, "preempting-wakee"))
+		return expect((const char *const[]){ "preempting-wakee", NULL }, 1, 0, 0.2);
+	if (!strcmp(mode, "remote-idle"))
+		return remote_idle();
+	if (!strcmp(mode, "remote-busy")) {
+		if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+			printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
+			return 77;
+		}
+		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
+	}
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stamps-on-clock|preempting-wakee|remote-busy|remote-idle\n");
 	return 2;
 }

@@ -12,6 +12,17 @@
  *   fast-fail SECONDS N  N threads in futex waits that fail at once; prints
  *                  their CPU time ("cpu SECONDS")
  *   sys-exit       a thread ended by syscall(SYS_exit)
+ *   preempting-wakee  a semaphore waiter of higher priority on the
+ *                  poster's CPU, posted every 20 ms: it runs inside the
+ *                  post and waits again before the post returns
+ *   remote-busy    every 20 ms a thread on CPU 0 wakes a spinner (5 ms,
+ *                  SCHED_FIFO 3) and then a waiter (SCHED_FIFO 2) that
+ *                  both live on CPU 1: the waiter waits for the CPU 5 ms
+ *                  (exits 77 when SCHED_FIFO is not allowed)
+ *   remote-idle    1 s of semaphore ping-pong with 20 us turns between
+ *                  CPU 0 and CPU 1, each thread alone on its CPU
+ *                  (SCHED_FIFO 2); prints the two threads' kernel
+ *                  figures ("cpu SECONDS wait SECONDS")
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -19,6 +30,9 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -261,6 +275,163 @@ static int sys_exit(void)
 	return 0;
 }
 
+/* ---- preempting-wakee ---- */
+static sem_t pw_sem;
+static volatile int pw_stop;
+
+/* CPU 0 and SCHED_FIFO at `priority` when allowed (root); otherwise the
+ * scheduler's wake-up preemption does the same most of the time. */
+static void pw_place(int priority)
+{
+	cpu_set_t cpus;
+	struct sched_param param = { .sched_priority = priority };
+
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &param);
+}
+
+static void *pw_waiter(void *arg)
+{
+	(void)arg;
+	pw_place(2);
+	while (!pw_stop)
+		sem_wait(&pw_sem);
+	return NULL;
+}
+
+static int preempting_wakee(void)
+{
+	pthread_t t;
+
+	pw_place(1);
+	sem_init(&pw_sem, 0, 0);
+	pthread_create(&t, NULL, pw_waiter, NULL);
+	pause_ns(5000000);
+	for (int i = 0; i < 50; i++) {
+		sem_post(&pw_sem);
+		pause_ns(20000000);
+	}
+	pw_stop = 1;
+	sem_post(&pw_sem);
+	pthread_join(t, NULL);
+	return 0;
+}
+
+/* ---- remote-busy ---- */
+static sem_t rb_spin, rb_wait;
+static volatile int rb_stop;
+
+static bool rb_place(int cpu, int priority)
+{
+	cpu_set_t cpus;
+	struct sched_param param = { .sched_priority = priority };
+
+	CPU_ZERO(&cpus);
+	CPU_SET(cpu, &cpus);
+	return pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus) == 0 &&
+	       pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0;
+}
+
+static void *rb_spinner(void *arg)
+{
+	(void)arg;
+	rb_place(1, 3);
+	while (!rb_stop) {
+		sem_wait(&rb_spin);
+		struct timespec start, now;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 5000000);
+	}
+	return NULL;
+}
+
+static void *rb_waiter(void *arg)
+{
+	(void)arg;
+	rb_place(1, 2);
+	while (!rb_stop)
+		sem_wait(&rb_wait);
+	return NULL;
+}
+
+static int remote_busy(void)
+{
+	pthread_t spinner, waiter;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !rb_place(0, 4))
+		return 77;
+	sem_init(&rb_spin, 0, 0);
+	sem_init(&rb_wait, 0, 0);
+	pthread_create(&spinner, NULL, rb_spinner, NULL);
+	pthread_create(&waiter, NULL, rb_waiter, NULL);
+	pause_ns(5000000);
+	for (int i = 0; i < 50; i++) {
+		sem_post(&rb_spin);
+		sem_post(&rb_wait);
+		pause_ns(20000000);
+	}
+	rb_stop = 1;
+	sem_post(&rb_spin);
+	sem_post(&rb_wait);
+	pthread_join(spinner, NULL);
+	pthread_join(waiter, NULL);
+	return 0;
+}
+
+/* ---- remote-idle ---- */
+static sem_t ri_turn[2];
+static volatile int ri_stop;
+static double ri_cpu[2], ri_wait[2];
+
+static void *ri_player(void *arg)
+{
+	int me = (int)(long)arg;
+
+	rb_place(me, 2);
+	while (!ri_stop) {
+		sem_wait(&ri_turn[me]);
+		struct timespec start, now;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 20000);
+		sem_post(&ri_turn[1 - me]);
+	}
+	sem_post(&ri_turn[1 - me]);
+	unsigned long long run = 0, wait = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	if (f) {
+		if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+			run = wait = 0;
+		fclose(f);
+	}
+	ri_cpu[me] = run / 1e9;
+	ri_wait[me] = wait / 1e9;
+	return NULL;
+}
+
+static int remote_idle(void)
+{
+	pthread_t players[2];
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !rb_place(0, 1))
+		return 77;
+	sem_init(&ri_turn[0], 0, 1);
+	sem_init(&ri_turn[1], 0, 0);
+	for (long i = 0; i < 2; i++)
+		pthread_create(&players[i], NULL, ri_player, (void *)i);
+	pause_ns(1000000000);
+	ri_stop = 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(players[i], NULL);
+	printf("cpu %.6f wait %.6f\n", ri_cpu[0] + ri_cpu[1], ri_wait[0] + ri_wait[1]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -276,6 +447,12 @@ int main(int argc, char **argv)
 		return fast_fail(argc > 2 ? atof(argv[2]) : 2, argc > 3 ? atoi(argv[3]) : 2);
 	if (!strcmp(mode, "sys-exit"))
 		return sys_exit();
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit\n");
+	if (!strcmp(mode, "preempting-wakee"))
+		return preempting_wakee();
+	if (!strcmp(mode, "remote-busy"))
+		return remote_busy();
+	if (!strcmp(mode, "remote-idle"))
+		return remote_idle();
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle\n");
 	return 2;
 }
