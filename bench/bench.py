@@ -158,6 +158,7 @@ class Bench:
         ("trylock", "uncontended mutex trylock+unlock", 10_000_000, "0", 1.00),
         ("tryrdlock", "rwlock tryrdlock+unlock, uncontended", 10_000_000, "0", 1.00),
         ("trywrlock", "rwlock trywrlock+unlock, uncontended", 10_000_000, "0", 1.00),
+        ("trywrbusy", "rwlock trywrlock on a read-held lock (fails: no unlock)", 10_000_000, "0", 1.00),
         ("trywait", "sem_post+sem_trywait without waiting", 10_000_000, "0", 1.00),
         ("overflowed", "mutex lock+unlock of an object past a full tracking table", 5_000_000, "0", 1.00),
         ("syscall", "syscall(SYS_getpid) through libc's syscall()", 5_000_000, "0", 1.02),

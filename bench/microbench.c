@@ -2,7 +2,7 @@
 /*
  * Micro-benchmarks of the calls the shim wraps, run bare and preloaded by
  * bench/bench.py.  Prints "<name> <ns per operation>".
- *   microbench mutex|rwlock|sem|trylock|tryrdlock|trywrlock|trywait|overflowed|condvar|sempingpong|handoff|create|pipe|syscall [ITERATIONS]
+ *   microbench mutex|rwlock|sem|trylock|tryrdlock|trywrlock|trywrbusy|trywait|overflowed|condvar|sempingpong|handoff|create|pipe|syscall [ITERATIONS]
  *   microbench scale [ITERATIONS] [THREADS]
  * A second thread is always alive, so glibc takes its multi-threaded
  * paths (a single-threaded process skips the atomic instructions).
@@ -126,6 +126,23 @@ static double bench_trywrlock(long n)
 			pthread_rwlock_unlock(&lock);
 	}
 	return (cpu_ns() - start) / n;
+}
+
+/* The write try alone: it fails on a read-held lock, so no write unlock
+ * follows (the shim's write unlock is what trywrlock's row measures). */
+static double bench_trywrbusy(long n)
+{
+	pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+	double start;
+
+	pthread_rwlock_rdlock(&lock);
+	start = cpu_ns();
+	for (long i = 0; i < n; i++)
+		if (pthread_rwlock_trywrlock(&lock) == 0)
+			return -1;
+	start = (cpu_ns() - start) / n;
+	pthread_rwlock_unlock(&lock);
+	return start;
 }
 
 static double bench_trywait(long n)
@@ -396,6 +413,7 @@ static const struct {
 	{ "trylock", bench_trylock, 20000000 },
 	{ "tryrdlock", bench_tryrdlock, 20000000 },
 	{ "trywrlock", bench_trywrlock, 20000000 },
+	{ "trywrbusy", bench_trywrbusy, 20000000 },
 	{ "trywait", bench_trywait, 20000000 },
 	{ "overflowed", bench_overflowed, 5000000 },
 	{ "condvar", bench_condvar, 200000 },
