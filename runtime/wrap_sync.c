@@ -1059,10 +1059,12 @@ TDSHIM_EXPORT int sem_post(sem_t *semaphore)
  * rwlock unlock.  A read lock in a read phase with nobody waiting
  * (__readers' low three bits clear, no writer) is released here with the
  * same decrement glibc makes; everything else goes to glibc, after a
- * stamp when the state shows waiters (readers waiting, or a writer
- * phase, whose release wakes someone).
+ * stamp when the state shows waiters: readers waiting (__readers'
+ * RWAITING bit), or a sleeper on either futex (bit 31, set before it
+ * sleeps).  A write phase alone wakes nobody: a stamp on every write
+ * unlock cost the write try+unlock pair half its time.
  */
-#define RWLOCK_WAITERS_MASK 7u
+#define RWLOCK_WAITERS_MASK 4u
 
 __attribute__((noinline)) static int rwlock_unlock_slow(pthread_rwlock_t *lock)
 {
