@@ -96,6 +96,7 @@ struct tddb_record_cache {
 	unsigned char *records;   /* slots * record_size */
 	unsigned char *details;   /* slots * detail_size */
 	uint8_t *held;            /* per slot: TDDB_CACHED_* */
+	uint32_t last_count;      /* records in use at the last snapshot */
 };
 #define TDDB_CACHED_NONE 0
 #define TDDB_CACHED_RECORD 1
@@ -140,6 +141,10 @@ struct td_thragent {
 	pthread_mutex_t control_lock;
 	struct tddb_cpu_reading cpu;
 	struct tddb_cpu_timer cpu_timer;
+	/* /proc/PID/task of a live target, kept open (control_lock) once a
+	 * snapshot needs the kernel's thread count: fstat of it is that
+	 * count without a path walk (stats.c).  -1: not open. */
+	int task_fd;
 	struct tddb_record_cache cache;
 };
 
