@@ -360,3 +360,77 @@ Test(agent_numbers, kept_records_never_hide_a_change)
 	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 600 * SECOND);
 	cr_assert_eq(ns.lwps_ns, (6 + 4 + 598 * 2) * SECOND);
 }
+
+static int count_thread(const td_thr_stats_ns_t *thread, void *data)
+{
+	(void)thread;
+	++*(int *)data;
+	return 0;
+}
+
+/*
+ * A snapshot reads the header with the records the last one found in use
+ * (region_read.c, header_and_records): records taken into use since then
+ * must be read too, by the walk and by the process sums.
+ */
+Test(agent_numbers, records_taken_since_the_last_snapshot_are_read)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	int handed = 0;
+
+	control->window_start_ns = ws;
+	control->window_end_ns = ws + 10 * SECOND;
+	for (uint32_t i = 0; i < 10; i++)
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(ns.nthreads, 10);
+	for (uint32_t i = 10; i < 300; i++) /* past the first 64 KiB chunk of details */
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(ns.nthreads, 300);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 300 * SECOND);
+	publish_blocked(300, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_thr_stats_iter(agent, count_thread, &handed, &ns), TD_OK);
+	cr_assert_eq(handed, 301);
+	cr_assert_eq(ns.nthreads, 301);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 301 * SECOND);
+}
+
+/*
+ * What a snapshot of an unchanged target costs in reads of its memory
+ * (each one a system call on a live target, the fixed part of the cost):
+ * the header with the records, the header again.  The walk needs nothing
+ * more; the process figures need nothing more either, the second header
+ * having been read after every record.
+ */
+Test(agent_numbers, an_unchanged_target_costs_two_reads)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	unsigned long before;
+	int handed = 0;
+
+	control->window_start_ns = ws;
+	control->window_end_ns = ws + 10 * SECOND;
+	for (uint32_t i = 0; i < 100; i++)
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	before = target.reads;
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(target.reads - before, 2);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 100 * SECOND);
+	before = target.reads;
+	cr_assert_eq(td_ta_thr_stats_iter(agent, count_thread, &handed, &ns), TD_OK);
+	cr_assert_eq(target.reads - before, 2);
+	cr_assert_eq(handed, 100);
+	/* A record that changed costs its chunk's reads again, and the
+	 * header after them. */
+	publish_blocked(5, ws, ws + 8 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 2 * SECOND);
+	before = target.reads;
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 101 * SECOND);
+	cr_assert_gt(target.reads - before, 2);
+}
