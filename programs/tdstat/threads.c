@@ -90,9 +90,13 @@ static void row_from_record(struct tdstat_thread_row *row, bool interval, const 
 
 	row->runnable = (double)runnable / span;
 	row->idle = (double)idle / span;
-	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-		row->idle_by[k] =
-			(double)growth(before ? before->idle_by_kind_ns[k] : 0, now->idle_by_kind_ns[k]) / span;
+	/* Most kinds of most threads did not grow: no division for them
+	 * (0 / span is 0 exactly). */
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
+		uint64_t kind = growth(before ? before->idle_by_kind_ns[k] : 0, now->idle_by_kind_ns[k]);
+
+		row->idle_by[k] = kind ? (double)kind / span : 0;
+	}
 }
 
 static int by_tid(const void *a, const void *b)
