@@ -30,6 +30,9 @@
  * snapshot needs does not depend on what the target claims. */
 #define CHUNK_BYTES (64u * 1024u)
 
+/* Kept details asked for this many records ahead of their decoding. */
+#define DETAIL_PREFETCH 4
+
 static bool field_inside(uint32_t offset, uint32_t width, uint32_t size)
 {
 	return offset <= size && width <= size - offset;
@@ -326,6 +329,8 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	thread->since_ns = copy->since_ns;
 	thread->detail = bytes->detail != NULL;
 	thread->object = thread->site = thread->woken_ns = 0;
+	thread->blocked_open_ns = 0;
+	thread->clamped = current && copy->acc_tracked_ns > length;
 	if (thread->state > TDSTAT_STATE_BLOCKED)
 		return TD_DBERR;
 	/* A kind past the region's own list is corrupted; one past ours but
@@ -390,7 +395,9 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 			thread->tracked_ns += open;
 			if (thread->state == TDSTAT_STATE_RUNNABLE)
 				thread->runnable_ns += open;
-			else if (bytes->detail && thread->kind < TDSTAT_WAIT_KIND_COUNT)
+			else
+				thread->blocked_open_ns = open;
+			if (thread->state == TDSTAT_STATE_BLOCKED && bytes->detail && thread->kind < TDSTAT_WAIT_KIND_COUNT)
 				thread->idle_ns[thread->kind] += open;
 		}
 	}
@@ -594,6 +601,7 @@ void tddb_cache_free(struct td_thragent *agent)
 	free(agent->cache.records);
 	free(agent->cache.details);
 	free(agent->cache.held);
+	free(agent->cache.chunks);
 	pthread_mutex_destroy(&agent->cache.lock);
 }
 
@@ -635,6 +643,19 @@ static struct tddb_record_cache *cache_grow(const struct td_thragent *agent, str
 		memset(held + cache->slots, TDDB_CACHED_NONE, want - cache->slots);
 		cache->held = held;
 		cache->slots = want;
+	}
+	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(agent->geometry.record_size, agent->geometry.detail_size);
+	uint32_t chunks = (cache->slots + per_chunk - 1) / per_chunk;
+	if (chunks > cache->chunk_slots) {
+		struct tddb_chunk_kinds *grown = realloc(cache->chunks, chunks * sizeof(*grown));
+
+		if (!grown) {
+			pthread_mutex_unlock(&cache->lock);
+			return NULL;
+		}
+		memset(grown + cache->chunk_slots, 0, (chunks - cache->chunk_slots) * sizeof(*grown));
+		cache->chunks = grown;
+		cache->chunk_slots = chunks;
 	}
 	return cache;
 }
@@ -711,10 +732,14 @@ static bool header_and_records(const struct td_thragent *agent, unsigned char *l
 }
 
 /* tddb_threads_visit; *checked_after: the header was read after every
- * record (so the control block held still across all of them). */
+ * record (so the control block held still across all of them).  With
+ * `kinds` (the process sums only, and the details), the per-kind time of
+ * a chunk that is as kept is added there from its kept sums, and its
+ * records are visited without the details (struct tddb_chunk_kinds);
+ * the others are visited with them. */
 static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
 			      void *context, struct tddb_header_view *view, struct tddb_window *window,
-			      bool *checked_after)
+			      bool *checked_after, unsigned __int128 *kinds)
 {
 	const struct tddb_geometry *geometry = &agent->geometry;
 	uint32_t size = geometry->record_size, detail_size = geometry->detail_size;
@@ -833,14 +858,42 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		 * of the whole chunk clears every record at once (identical
 		 * bytes satisfy the latch's rule), else record by record. */
 		chunk_stable = cached || (err == TD_OK && memcmp(first, second, (size_t)n * size) == 0);
+		/* The chunk's closed per-kind time, kept from the last walk
+		 * that read its details: every record as then, in the same
+		 * window, none cut to the window's length then (a cut that
+		 * the window's growth since may have undone). */
+		struct tddb_chunk_kinds *sums = cache && detail && base / per_chunk < cache->chunk_slots
+							? &cache->chunks[base / per_chunk] : NULL;
+		bool from_sums = kinds && sums && cached && sums->valid && sums->records == n &&
+				 sums->window_start_ns == ends.start &&
+				 sums->window_end_ns == view->control.window_end_ns && sums->exit_ns == view->status.exit_ns;
+		unsigned __int128 open[TDSTAT_WAIT_KIND_COUNT] = { 0 };
+		bool summing = sums && !from_sums;
+
+		if (summing)
+			memset(sums, 0, sizeof(*sums));
 		for (i = 0; i < n && err == TD_OK; i++) {
 			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
-			unsigned char *d = !detail ? NULL
+			unsigned char *d = !detail || from_sums ? NULL
 				: cached ? cache->details + (size_t)(base + i) * detail_size
 					 : details + (size_t)i * detail_size;
 			struct tddb_thread thread;
 
 			struct record_ends record_ends = ends;
+
+			/* The kept details are read one record after another, two
+			 * lines each: asked for ahead, they come while the records
+			 * before them are decoded (a snapshot at 100 Hz finds them
+			 * out of the CPU's caches). */
+			if (cached && d && i + DETAIL_PREFETCH < n) {
+				uint32_t parity = record_seq(geometry, first + (size_t)(i + DETAIL_PREFETCH) * size) & 1u;
+				const unsigned char *ahead = cache->details +
+							     (size_t)(base + i + DETAIL_PREFETCH) * detail_size +
+							     geometry->layout.detail_copies + parity * geometry->layout.detail_copy_size;
+
+				__builtin_prefetch(ahead);
+				__builtin_prefetch(ahead + 64);
+			}
 
 			thread.index = base + i;
 			if (!chunk_stable && !record_stable(geometry, a, b)) {
@@ -864,9 +917,33 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			}
 			if (err == TD_OK && !cached)
 				cache_keep(cache, geometry, base + i, a, d);
+			if (err == TD_OK && from_sums && thread.state == TDSTAT_STATE_BLOCKED &&
+			    thread.kind < TDSTAT_WAIT_KIND_COUNT)
+				open[thread.kind] += thread.blocked_open_ns;
+			if (err == TD_OK && summing) {
+				/* What the copies closed, without the open interval. */
+				for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+					sums->idle[k] += thread.idle_ns[k];
+				if (thread.state == TDSTAT_STATE_BLOCKED && thread.kind < TDSTAT_WAIT_KIND_COUNT)
+					sums->idle[thread.kind] -= thread.blocked_open_ns;
+				sums->valid = sums->valid || i == 0;
+				if (thread.clamped)
+					summing = sums->valid = false;
+			}
 			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
 				err = visitor(&thread, context);
 		}
+		if (summing && err == TD_OK && i == n) {
+			sums->records = n;
+			sums->window_start_ns = ends.start;
+			sums->window_end_ns = view->control.window_end_ns;
+			sums->exit_ns = view->status.exit_ns;
+		} else if (sums && !from_sums) {
+			sums->valid = false;
+		}
+		if (from_sums && err == TD_OK)
+			for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+				kinds[k] += sums->idle[k] + open[k];
 	}
 	if (cache) {
 		cache->last_count = count;
@@ -886,7 +963,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 {
 	bool checked_after;
 
-	return threads_visit(agent, detail, visitor, context, view, window, &checked_after);
+	return threads_visit(agent, detail, visitor, context, view, window, &checked_after, NULL);
 }
 
 /* The process sums (a visitor), and a caller's visitor beside them. */
@@ -951,7 +1028,9 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 		sums.also_context = context;
 		bool checked_after;
 
-		err = threads_visit(agent, detail, add_thread, &sums, &view, &window, &checked_after);
+		/* The process sums alone may take a chunk's kinds whole. */
+		err = threads_visit(agent, detail, add_thread, &sums, &view, &window, &checked_after,
+				    detail && !visitor ? sums.idle : NULL);
 		/* A caller's visitor saw every record once: the walk cannot be
 		 * taken back, and the sums agree with what it saw.  A walk
 		 * whose header was read again after its records is checked

@@ -434,3 +434,56 @@ Test(agent_numbers, an_unchanged_target_costs_two_reads)
 	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 101 * SECOND);
 	cr_assert_gt(target.reads - before, 2);
 }
+
+/*
+ * A chunk of records as kept is added up from its kept per-kind sums
+ * (region_read.c, struct tddb_chunk_kinds): those sums hold only in the
+ * window and at the window's end they were made in.  A record whose
+ * closed time the window's end cut (a hostile record, or a window closed
+ * before its last commit) must be cut again at the next snapshot, and a
+ * window that ends, or starts again, sums its records afresh.
+ */
+Test(agent_numbers, kept_kind_sums_follow_the_window)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+
+	control->window_start_ns = ws;
+	control->window_end_ns = TDSTAT_WINDOW_OPEN;
+	/* Closed: 4 s of mutex (even records) or of cond (odd ones); blocked
+	 * (cond) since 12 s. */
+	for (uint32_t i = 0; i < 300; i++) /* two chunks */
+		publish_blocked(i, ws, ws + 12 * SECOND, TDSTAT_WAIT_COND, i % 2 ? TDSTAT_WAIT_COND : TDSTAT_WAIT_MUTEX,
+				4 * SECOND);
+	/* Sums taken, then used. */
+	for (int round = 0; round < 3; round++) {
+		cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 150 * 4 * SECOND, "round %d", round);
+		cr_assert_geq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 150 * 4 * SECOND + 300 * 2 * SECOND, "round %d",
+			      round);
+		cr_assert_eq(ns.idle_ns, ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX] + ns.idle_by_kind_ns[TDSTAT_WAIT_COND]);
+	}
+	/* The window closed at 3 s: each record's closed 4 s are cut to 3,
+	 * in its own kind (the process's 1,200 s cut to 900 in kind order
+	 * would give mutex 600, cond 300), none of the open wait is in it. */
+	control->window_end_ns = ws + 3 * SECOND;
+	control->generation++;
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+		cr_assert_eq(ns.window_ns, 3 * SECOND);
+		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 150 * 3 * SECOND, "round %d", round);
+		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 150 * 3 * SECOND, "round %d", round);
+	}
+	/* A new window, the records unchanged: they belong to the old one,
+	 * so only their open waits count, from the new start on. */
+	control->window_start_ns = ws + 13 * SECOND;
+	control->window_end_ns = ws + 14 * SECOND;
+	control->generation++;
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+		cr_assert_eq(ns.window_ns, 1 * SECOND);
+		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 0, "round %d", round);
+		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 300 * SECOND, "round %d", round);
+	}
+}
