@@ -49,6 +49,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -115,6 +116,8 @@ static pid_t start_workload(const char *shim, const char *workload, const char *
 {
 	char *argv[] = { (char *)workload, (char *)mode, (char *)threads, NULL };
 	posix_spawn_file_actions_t actions;
+	posix_spawnattr_t attributes;
+	struct sched_param normal = { .sched_priority = 0 };
 	char preload[4096], line[64];
 	size_t count = 0;
 	int fds[2];
@@ -138,9 +141,17 @@ static pid_t start_workload(const char *shim, const char *workload, const char *
 	posix_spawn_file_actions_init(&actions);
 	posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
 	posix_spawn_file_actions_addclose(&actions, fds[0]);
-	int error = posix_spawn(&pid, workload, &actions, NULL, argv, env);
+	/* The reader may run under chrt (bench.py does, so that other load
+	 * on the machine does not stretch its figures): the target runs at
+	 * the normal policy whatever the reader's. */
+	posix_spawnattr_init(&attributes);
+	posix_spawnattr_setschedpolicy(&attributes, SCHED_OTHER);
+	posix_spawnattr_setschedparam(&attributes, &normal);
+	posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSCHEDULER);
+	int error = posix_spawn(&pid, workload, &actions, &attributes, argv, env);
 	if (error)
 		die("posix_spawn", error);
+	posix_spawnattr_destroy(&attributes);
 	posix_spawn_file_actions_destroy(&actions);
 	free(env);
 	close(fds[1]);

@@ -19,11 +19,14 @@
  *            threads"
  * It prints "ready" once every thread is running, then lets the main
  * thread wait in nanosleep or pause (interposed waits: BLOCKED) until
- * SECONDS have passed (0 or none: until killed).  Threads get 64 KiB stacks, so 10,000
+ * SECONDS have passed (0 or none: until killed).  In `work` and `server`
+ * a SIGUSR1 marks the start of what the "work" line covers (by default,
+ * from "ready" on): a benchmark lets a sampler warm up first.  Threads get 64 KiB stacks, so 10,000
  * of them fit.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,6 +38,9 @@
 static atomic_long started;
 static atomic_int stopping;
 static atomic_long work_done;
+/* What the "work" line covers: from this moment, this much work on. */
+static _Atomic double mark_s;
+static atomic_long mark_work;
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
@@ -123,6 +129,16 @@ static void *work_thread(void *unused)
 	return (void *)(x & 1);
 }
 
+static void on_mark(int signo)
+{
+	struct timespec ts;
+
+	(void)signo;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	atomic_store(&mark_work, atomic_load(&work_done));
+	atomic_store(&mark_s, ts.tv_sec + ts.tv_nsec * 1e-9);
+}
+
 static const struct {
 	const char *name;
 	void *(*run)(void *);
@@ -169,6 +185,13 @@ int main(int argc, char **argv)
 	while (atomic_load(&started) < threads)
 		usleep(1000);
 	start = now_s();
+	atomic_store(&mark_s, start);
+	if (run == work_thread) {
+		struct sigaction action = { .sa_handler = on_mark, .sa_flags = SA_RESTART };
+
+		sigemptyset(&action.sa_mask);
+		sigaction(SIGUSR1, &action, NULL);
+	}
 	printf("ready\n");
 	fflush(stdout);
 	if (seconds <= 0) {
@@ -180,7 +203,7 @@ int main(int argc, char **argv)
 		;
 	atomic_store(&stopping, 1);
 	if (run == work_thread)
-		printf("work %.1f\n", atomic_load(&work_done) / (now_s() - start));
+		printf("work %.1f\n", (atomic_load(&work_done) - atomic_load(&mark_work)) / (now_s() - atomic_load(&mark_s)));
 	fflush(stdout);
 	_exit(0);
 }

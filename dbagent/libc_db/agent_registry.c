@@ -6,6 +6,7 @@
  * when the last call in progress leaves.
  */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "thread_db_private.h"
 
@@ -16,6 +17,8 @@ static struct td_thragent *registry_head;
 static void agent_free(struct td_thragent *agent)
 {
 	tddb_cpu_timer_release(agent);
+	if (agent->task_fd >= 0)
+		close(agent->task_fd);
 	tddb_cache_free(agent);
 	pthread_mutex_destroy(&agent->control_lock);
 	free(agent);

@@ -30,6 +30,9 @@
  * snapshot needs does not depend on what the target claims. */
 #define CHUNK_BYTES (64u * 1024u)
 
+/* Kept details asked for this many records ahead of their decoding. */
+#define DETAIL_PREFETCH 4
+
 static bool field_inside(uint32_t offset, uint32_t width, uint32_t size)
 {
 	return offset <= size && width <= size - offset;
@@ -61,10 +64,17 @@ static bool record_layout_valid(const struct tdstat_layout *layout, uint32_t rec
 
 /* Whether the copies' known fields are where this reader's structs have
  * them (geometry.native_copies). */
-static bool native_copies(const struct tdstat_layout *layout)
+static bool native_copies(const struct tdstat_region_header *header)
 {
+	const struct tdstat_layout *layout = &header->layout;
+
 	if (layout->record_copy_size < sizeof(struct tdstat_record_copy) ||
 	    layout->detail_copy_size < sizeof(struct tdstat_detail_copy))
+		return false;
+	/* Read in place (record_copy_at): every copy at an address its
+	 * struct may have, in buffers malloc aligns. */
+	if ((header->record_size | header->detail_size | layout->record_copies | layout->record_copy_size |
+	     layout->detail_copies | layout->detail_copy_size) % _Alignof(uint64_t) != 0)
 		return false;
 #define SAME_COPY_FIELD(type, name, dims) \
 	if (layout->name != offsetof(struct tdstat_record_copy, name)) \
@@ -123,7 +133,7 @@ td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, st
 	geometry->stall_ns = tddb_max_u64(header->stall_ns, TDSTAT_STALL_NS);
 	geometry->abi_minor = header->abi_minor;
 	geometry->layout = *layout;
-	geometry->native_copies = native_copies(layout);
+	geometry->native_copies = native_copies(header);
 	return TD_OK;
 }
 
@@ -264,57 +274,63 @@ struct record_ends {
 };
 
 /* A published copy, decoded field by field where the layout puts each
- * (region.h's lists), or at once where that is this reader's own
- * layout. */
-static void record_copy_decode(const struct tddb_geometry *geometry, const unsigned char *bytes,
-			       struct tdstat_record_copy *copy)
+ * (region.h's lists) into `scratch`, or read where it is when that is
+ * this reader's own layout (no copy: a snapshot decodes every record). */
+static const struct tdstat_record_copy *record_copy_at(const struct tddb_geometry *geometry,
+							const unsigned char *bytes,
+							struct tdstat_record_copy *scratch)
 {
 	const struct tdstat_layout *layout = &geometry->layout;
 
-	if (geometry->native_copies) {
-		memcpy(copy, bytes, sizeof(*copy));
-		return;
-	}
-#define DECODE_FIELD(type, name, dims) memcpy(&copy->name, bytes + layout->name, TDSTAT_FIELD_SIZE(type, dims));
+	if (geometry->native_copies)
+		return (const struct tdstat_record_copy *)(const void *)bytes;
+#define DECODE_FIELD(type, name, dims) memcpy(&scratch->name, bytes + layout->name, TDSTAT_FIELD_SIZE(type, dims));
 	TDSTAT_RECORD_COPY_FIELDS(DECODE_FIELD)
 #undef DECODE_FIELD
+	return scratch;
 }
 
-static void detail_copy_decode(const struct tddb_geometry *geometry, const unsigned char *bytes,
-			       struct tdstat_detail_copy *copy)
+/* As record_copy_at; reserved[] is never read (a newer minor may use it). */
+static const struct tdstat_detail_copy *detail_copy_at(const struct tddb_geometry *geometry,
+							const unsigned char *bytes,
+							struct tdstat_detail_copy *scratch)
 {
 	const struct tdstat_layout *layout = &geometry->layout;
 
-	if (geometry->native_copies) {
-		/* reserved[] is not read: a newer minor may use it. */
-		memcpy(copy, bytes, offsetof(struct tdstat_detail_copy, reserved));
-		return;
-	}
-#define DECODE_FIELD(type, name, dims) memcpy(&copy->name, bytes + layout->name, TDSTAT_FIELD_SIZE(type, dims));
+	if (geometry->native_copies)
+		return (const struct tdstat_detail_copy *)(const void *)bytes;
+#define DECODE_FIELD(type, name, dims) memcpy(&scratch->name, bytes + layout->name, TDSTAT_FIELD_SIZE(type, dims));
 	TDSTAT_DETAIL_COPY_FIELDS(DECODE_FIELD)
 #undef DECODE_FIELD
+	return scratch;
 }
 
 static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct record_bytes *bytes,
 			      const struct record_ends *window, struct tddb_thread *thread)
 {
 	const struct tdstat_layout *layout = &geometry->layout;
-	struct tdstat_record_copy copy;
+	struct tdstat_record_copy scratch;
 	uint64_t pending = u64_at(bytes->record, layout->record_pending);
 	uint64_t length = window->read_end > window->start ? window->read_end - window->start : 0;
-	uint64_t acc_tracked, acc_runnable, acc_idle[TDSTAT_WAIT_KIND_COUNT]; /* with the detail only */
+	uint64_t acc_tracked, acc_runnable;
+	uint32_t seq = record_seq(geometry, bytes->record);
+	const struct tdstat_record_copy *copy = record_copy_at(geometry, published_copy(geometry, bytes->record),
+								&scratch);
+	const struct tdstat_detail_copy *detail = NULL;
+	struct tdstat_detail_copy detail_scratch;
 	bool current;
 
-	record_copy_decode(geometry, published_copy(geometry, bytes->record), &copy);
-	current = copy.epoch_ns == window->start;
-	thread->seq = record_seq(geometry, bytes->record);
-	thread->state = copy.state;
-	thread->kind = copy.kind;
-	thread->tid = copy.tid;
-	thread->generation = copy.generation;
-	thread->since_ns = copy.since_ns;
+	current = copy->epoch_ns == window->start;
+	thread->seq = seq;
+	thread->state = copy->state;
+	thread->kind = copy->kind;
+	thread->tid = copy->tid;
+	thread->generation = copy->generation;
+	thread->since_ns = copy->since_ns;
 	thread->detail = bytes->detail != NULL;
 	thread->object = thread->site = thread->woken_ns = 0;
+	thread->blocked_open_ns = 0;
+	thread->clamped = current && copy->acc_tracked_ns > length;
 	if (thread->state > TDSTAT_STATE_BLOCKED)
 		return TD_DBERR;
 	/* A kind past the region's own list is corrupted; one past ours but
@@ -322,37 +338,36 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	if (thread->state == TDSTAT_STATE_BLOCKED && thread->kind >= layout->kind_count)
 		return TD_DBERR;
 	if (bytes->detail) {
-		struct tdstat_detail_copy detail;
-
-		detail_copy_decode(geometry, bytes->detail + layout->detail_copies +
-					   (record_seq(geometry, bytes->record) & 1u) * layout->detail_copy_size,
-				   &detail);
-		thread->object = detail.object;
-		thread->site = detail.site;
-		thread->woken_ns = detail.woken_ns;
-		if (current)
-			memcpy(acc_idle, detail.acc_idle_ns, sizeof(acc_idle));
-		else
-			memset(acc_idle, 0, sizeof(acc_idle));
+		detail = detail_copy_at(geometry,
+					bytes->detail + layout->detail_copies + (seq & 1u) * layout->detail_copy_size,
+					&detail_scratch);
+		thread->object = detail->object;
+		thread->site = detail->site;
+		thread->woken_ns = detail->woken_ns;
 	}
 
 	/* Closed intervals lie inside the window: clamp hostile values. */
-	acc_tracked = current ? tddb_min_u64(copy.acc_tracked_ns, length) : 0;
-	acc_runnable = current ? tddb_min_u64(copy.acc_runnable_ns, acc_tracked) : 0;
+	acc_tracked = current ? tddb_min_u64(copy->acc_tracked_ns, length) : 0;
+	acc_runnable = current ? tddb_min_u64(copy->acc_runnable_ns, acc_tracked) : 0;
 	thread->tracked_ns = acc_tracked;
 	thread->runnable_ns = acc_runnable;
 	/* Without the details idle_ns is left as it is (struct tddb_thread):
 	 * clearing it was a tenth of a sleeping target's snapshot. */
-	if (bytes->detail) {
+	if (detail && !current) {
 		memset(thread->idle_ns, 0, sizeof(thread->idle_ns));
+	} else if (detail) {
 		/* The per-kind parts of the blocked time, within it. */
-		uint64_t left = acc_tracked - acc_runnable;
+		uint64_t left = acc_tracked - acc_runnable, most_part = 0;
 		int most = 0;
+		/* Without branches: which kinds a thread has is anyone's guess
+		 * from one record to the next. */
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
-			thread->idle_ns[k] = tddb_min_u64(acc_idle[k], left);
-			left -= thread->idle_ns[k];
-			if (thread->idle_ns[k] > thread->idle_ns[most])
-				most = k;
+			uint64_t part = tddb_min_u64(detail->acc_idle_ns[k], left);
+
+			thread->idle_ns[k] = part;
+			left -= part;
+			most = part > most_part ? k : most;
+			most_part = part > most_part ? part : most_part;
 		}
 		/* Blocked time no kind claims (a hostile region: the shim's
 		 * kinds share it out exactly) goes to the kind of the most, so
@@ -380,7 +395,9 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 			thread->tracked_ns += open;
 			if (thread->state == TDSTAT_STATE_RUNNABLE)
 				thread->runnable_ns += open;
-			else if (bytes->detail && thread->kind < TDSTAT_WAIT_KIND_COUNT)
+			else
+				thread->blocked_open_ns = open;
+			if (thread->state == TDSTAT_STATE_BLOCKED && bytes->detail && thread->kind < TDSTAT_WAIT_KIND_COUNT)
 				thread->idle_ns[thread->kind] += open;
 		}
 	}
@@ -584,23 +601,32 @@ void tddb_cache_free(struct td_thragent *agent)
 	free(agent->cache.records);
 	free(agent->cache.details);
 	free(agent->cache.held);
+	free(agent->cache.chunks);
 	pthread_mutex_destroy(&agent->cache.lock);
 }
 
 /*
- * The agent's record cache for `count` records, locked, or NULL: taken
- * by another snapshot, or no memory.  It grows to the records in use, at
- * most TDDB_CACHE_BYTES_MAX (records past its slots are read without it).
+ * The agent's record cache, locked, or NULL: taken by another snapshot.
  * The agent is otherwise immutable here: the cache is the one part a
  * snapshot writes, under its lock.
  */
-static struct tddb_record_cache *cache_acquire(const struct td_thragent *agent, uint32_t count)
+static struct tddb_record_cache *cache_lock(const struct td_thragent *agent)
 {
 	struct tddb_record_cache *cache = (struct tddb_record_cache *)&agent->cache;
+
+	return pthread_mutex_trylock(&cache->lock) == 0 ? cache : NULL;
+}
+
+/* The locked cache grown to `count` records, at most TDDB_CACHE_BYTES_MAX
+ * (records past its slots are read without it); NULL, unlocked, when
+ * there is no memory for that. */
+static struct tddb_record_cache *cache_grow(const struct td_thragent *agent, struct tddb_record_cache *cache,
+					    uint32_t count)
+{
 	uint64_t entry = (uint64_t)agent->geometry.record_size + agent->geometry.detail_size;
 	uint32_t want = (uint32_t)tddb_min_u64(count, TDDB_CACHE_BYTES_MAX / entry);
 
-	if (pthread_mutex_trylock(&cache->lock) != 0)
+	if (!cache)
 		return NULL;
 	if (want > cache->slots) {
 		unsigned char *records = realloc(cache->records, (size_t)want * agent->geometry.record_size);
@@ -617,6 +643,19 @@ static struct tddb_record_cache *cache_acquire(const struct td_thragent *agent, 
 		memset(held + cache->slots, TDDB_CACHED_NONE, want - cache->slots);
 		cache->held = held;
 		cache->slots = want;
+	}
+	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(agent->geometry.record_size, agent->geometry.detail_size);
+	uint32_t chunks = (cache->slots + per_chunk - 1) / per_chunk;
+	if (chunks > cache->chunk_slots) {
+		struct tddb_chunk_kinds *grown = realloc(cache->chunks, chunks * sizeof(*grown));
+
+		if (!grown) {
+			pthread_mutex_unlock(&cache->lock);
+			return NULL;
+		}
+		memset(grown + cache->chunk_slots, 0, (chunks - cache->chunk_slots) * sizeof(*grown));
+		cache->chunks = grown;
+		cache->chunk_slots = chunks;
 	}
 	return cache;
 }
@@ -657,52 +696,128 @@ static void cache_keep(struct tddb_record_cache *cache, const struct tddb_geomet
 	memcpy(kept, record, geometry->record_size);
 }
 
-td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
-			    void *context, struct tddb_header_view *view, struct tddb_window *window)
+/*
+ * The header and the first records in one read (a snapshot's fixed cost is
+ * mostly its reads: each one costs the kernel a permission check and a
+ * page walk, about 2 us here, as much as 25 records).  Records follow the
+ * header, so one read from the region's start brings the header and as
+ * many records as the last snapshot found in use; a second copy of the
+ * header then proves the control block held still across that read
+ * (tddb_read_header's rule: two consecutive copies, same control bytes),
+ * and so across the records read with it.  Returns false, having read
+ * nothing usable, when that does not apply: the caller reads the header
+ * the usual way.  On true, *view is set, and the records in `first`.
+ */
+static bool header_and_records(const struct td_thragent *agent, unsigned char *lead, uint32_t records,
+			       struct tddb_header_view *view, td_err_e *err)
+{
+	const struct tddb_geometry *geometry = &agent->geometry;
+	uint32_t control = geometry->layout.control_offset, status = geometry->layout.status_offset;
+	unsigned char again[TDDB_HEADER_MAX];
+	uint64_t rewriting;
+
+	*err = region_read(agent, 0, lead, geometry->records_offset + (size_t)records * geometry->record_size);
+	if (*err == TD_OK && memcmp(lead, agent->identity, sizeof(agent->identity)) != 0)
+		*err = TD_DBERR;
+	if (*err == TD_OK)
+		*err = header_copy(agent, again);
+	if (*err != TD_OK)
+		return false;
+	memcpy(&rewriting, again + control + offsetof(struct tdstat_control, rewriting), sizeof(rewriting));
+	if (rewriting != 0 || memcmp(lead + control, again + control, sizeof(view->control)) != 0)
+		return false;
+	memcpy(&view->control, again + control, sizeof(view->control));
+	memcpy(&view->status, again + status, sizeof(view->status));
+	return true;
+}
+
+/* tddb_threads_visit; *checked_after: the header was read after every
+ * record (so the control block held still across all of them).  With
+ * `kinds` (the process sums only, and the details), the per-kind time of
+ * a chunk that is as kept is added there from its kept sums, and its
+ * records are visited without the details (struct tddb_chunk_kinds);
+ * the others are visited with them. */
+static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
+			      void *context, struct tddb_header_view *view, struct tddb_window *window,
+			      bool *checked_after, unsigned __int128 *kinds)
 {
 	const struct tddb_geometry *geometry = &agent->geometry;
 	uint32_t size = geometry->record_size, detail_size = geometry->detail_size;
 	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(size, detail_size);
 	struct tddb_image image;
 	uint64_t now, deadline;
-	unsigned char *first, *second, *details = NULL;
+	unsigned char *block, *first, *second, *details = NULL;
 	struct tddb_record_cache *cache;
-	uint32_t count, base;
-	td_err_e err;
+	uint32_t count, base, led = 0;
+	size_t lead_size = 0;
+	td_err_e err = TD_OK;
 
+	*checked_after = false;
 	/* A frozen image has one moment, and no writer to wait for. */
 	tddb_image_query(agent, &image);
 	now = image.frozen ? 0 : reader_clock(geometry);
 	deadline = tddb_monotonic_ns() + RETRY_BUDGET_NS;
-	err = tddb_read_header(agent, view);
+	cache = image.frozen ? NULL : cache_lock(agent);
+	/* The records the last snapshot found, read with the header when
+	 * they follow it at an aligned offset (record_copy_at). */
+	if (cache && cache->last_count && geometry->records_offset <= TDDB_HEADER_MAX &&
+	    geometry->records_offset % _Alignof(uint64_t) == 0) {
+		led = (uint32_t)tddb_min_u64(tddb_min_u64(cache->last_count, per_chunk), geometry->record_capacity);
+		lead_size = geometry->records_offset;
+	}
+	block = malloc(lead_size + (size_t)per_chunk * (2 * (size_t)size + (detail ? detail_size : 0)));
+	if (!block) {
+		if (cache)
+			pthread_mutex_unlock(&cache->lock);
+		return TD_MALLOC;
+	}
+	first = block + lead_size;
+	second = first + (size_t)per_chunk * size;
+	if (detail)
+		details = second + (size_t)per_chunk * size;
+	if (led && !header_and_records(agent, block, led, view, &err))
+		led = 0;
+	if (!led && err == TD_OK)
+		err = tddb_read_header(agent, view);
 	if (err == TD_OK && image.frozen)
 		err = image_moment(agent, view, &now);
-	if (err != TD_OK)
-		return err;
-	/* A core's window was frozen for good: nothing to wait out. */
-	if (!image.frozen)
-		now = reader_clock_for(geometry, view, now);
+	/* A core's window was frozen for good: nothing to wait out.  A
+	 * window frozen just now is (reader_clock_for), and records read
+	 * before that wait are then read again after it. */
+	if (err == TD_OK && !image.frozen) {
+		uint64_t waited = reader_clock_for(geometry, view, now);
+
+		if (waited != now)
+			led = 0;
+		now = waited;
+	}
+	count = err == TD_OK ? (uint32_t)tddb_min_u64(view->status.high_water, geometry->record_capacity) : 0;
+	/* More records in use than were read with the header: read the
+	 * first chunk again, whole. */
+	if (led < tddb_min_u64(count, per_chunk))
+		led = 0;
 	struct record_ends ends = {
 		.start = view->control.window_start_ns,
 		.open_end = window_end_at(view, now),
 		.reader_now = now,
 	};
-	count = tddb_min_u64(view->status.high_water, geometry->record_capacity);
-	if (count == 0) {
-		*window = window_of(view, reader_now(&image, now), now);
-		return TD_OK;
+	if (err != TD_OK || count == 0) {
+		if (cache) {
+			cache->last_count = count;
+			pthread_mutex_unlock(&cache->lock);
+		}
+		free(block);
+		if (err == TD_OK)
+			*window = window_of(view, reader_now(&image, now), now);
+		*checked_after = led != 0;
+		return err;
 	}
-	first = malloc((size_t)per_chunk * (2 * (size_t)size + (detail ? detail_size : 0)));
-	if (!first)
-		return TD_MALLOC;
-	second = first + (size_t)per_chunk * size;
-	if (detail)
-		details = second + (size_t)per_chunk * size;
-	cache = cache_acquire(agent, count);
+	cache = cache_grow(agent, cache, count);
 	/* Where the live records' open intervals ended, added up: their mean
 	 * is where the snapshot counted its threads (counted_ns). */
 	unsigned __int128 counted_sum = 0;
 	uint32_t counted_live = 0;
+	bool later_reads = false; /* reads after the header's last copy */
 
 	for (base = 0; base < count && err == TD_OK; base += per_chunk) {
 		uint32_t n = count - base < per_chunk ? count - base : per_chunk;
@@ -726,26 +841,59 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 		 * record around it was stable across both record reads.  A
 		 * chunk that is all as the last snapshot left it needs only
 		 * the first read (a sleeping target's usual case). */
-		err = region_read(agent, offset, first, (size_t)n * size);
+		if (base > 0 || !led) {
+			err = region_read(agent, offset, first, (size_t)n * size);
+			later_reads = true;
+		}
 		cached = err == TD_OK && chunk_cached(cache, first, base, n, size, detail);
 		if (err == TD_OK && detail && !cached)
 			err = region_read(agent, geometry->details_offset + (uint64_t)base * detail_size, details,
 					  (size_t)n * detail_size);
-		if (err == TD_OK && !cached)
+		if (err == TD_OK && !cached) {
 			err = region_read(agent, offset, second, (size_t)n * size);
+			later_reads = true;
+		}
 		ends.read_end = window_end_at(view, reader_now(&image, now));
 		/* Most chunks held still between the two reads: one compare
 		 * of the whole chunk clears every record at once (identical
 		 * bytes satisfy the latch's rule), else record by record. */
 		chunk_stable = cached || (err == TD_OK && memcmp(first, second, (size_t)n * size) == 0);
+		/* The chunk's closed per-kind time, kept from the last walk
+		 * that read its details: every record as then, in the same
+		 * window, none cut to the window's length then (a cut that
+		 * the window's growth since may have undone). */
+		struct tddb_chunk_kinds *sums = cache && detail && base / per_chunk < cache->chunk_slots
+							? &cache->chunks[base / per_chunk] : NULL;
+		bool from_sums = kinds && sums && cached && sums->valid && sums->records == n &&
+				 sums->window_start_ns == ends.start &&
+				 sums->window_end_ns == view->control.window_end_ns && sums->exit_ns == view->status.exit_ns;
+		unsigned __int128 open[TDSTAT_WAIT_KIND_COUNT] = { 0 };
+		bool summing = sums && !from_sums;
+
+		if (summing)
+			memset(sums, 0, sizeof(*sums));
 		for (i = 0; i < n && err == TD_OK; i++) {
 			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
-			unsigned char *d = !detail ? NULL
+			unsigned char *d = !detail || from_sums ? NULL
 				: cached ? cache->details + (size_t)(base + i) * detail_size
 					 : details + (size_t)i * detail_size;
 			struct tddb_thread thread;
 
 			struct record_ends record_ends = ends;
+
+			/* The kept details are read one record after another, two
+			 * lines each: asked for ahead, they come while the records
+			 * before them are decoded (a snapshot at 100 Hz finds them
+			 * out of the CPU's caches). */
+			if (cached && d && i + DETAIL_PREFETCH < n) {
+				uint32_t parity = record_seq(geometry, first + (size_t)(i + DETAIL_PREFETCH) * size) & 1u;
+				const unsigned char *ahead = cache->details +
+							     (size_t)(base + i + DETAIL_PREFETCH) * detail_size +
+							     geometry->layout.detail_copies + parity * geometry->layout.detail_copy_size;
+
+				__builtin_prefetch(ahead);
+				__builtin_prefetch(ahead + 64);
+			}
 
 			thread.index = base + i;
 			if (!chunk_stable && !record_stable(geometry, a, b)) {
@@ -757,6 +905,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 					record_ends.reader_now = reread_now;
 				}
 				err = record_reread(agent, base + i, a, b, d, deadline);
+				later_reads = true;
 				ends.read_end = window_end_at(view, reader_now(&image, now));
 				record_ends.read_end = ends.read_end;
 			}
@@ -768,16 +917,53 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 			}
 			if (err == TD_OK && !cached)
 				cache_keep(cache, geometry, base + i, a, d);
+			if (err == TD_OK && from_sums && thread.state == TDSTAT_STATE_BLOCKED &&
+			    thread.kind < TDSTAT_WAIT_KIND_COUNT)
+				open[thread.kind] += thread.blocked_open_ns;
+			if (err == TD_OK && summing) {
+				/* What the copies closed, without the open interval. */
+				for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+					sums->idle[k] += thread.idle_ns[k];
+				if (thread.state == TDSTAT_STATE_BLOCKED && thread.kind < TDSTAT_WAIT_KIND_COUNT)
+					sums->idle[thread.kind] -= thread.blocked_open_ns;
+				sums->valid = sums->valid || i == 0;
+				if (thread.clamped)
+					summing = sums->valid = false;
+			}
 			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
 				err = visitor(&thread, context);
 		}
+		if (summing && err == TD_OK && i == n) {
+			sums->records = n;
+			sums->window_start_ns = ends.start;
+			sums->window_end_ns = view->control.window_end_ns;
+			sums->exit_ns = view->status.exit_ns;
+		} else if (sums && !from_sums) {
+			sums->valid = false;
+		}
+		if (from_sums && err == TD_OK)
+			for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+				kinds[k] += sums->idle[k] + open[k];
 	}
-	if (cache)
+	if (cache) {
+		cache->last_count = count;
 		pthread_mutex_unlock(&cache->lock);
-	free(first);
+	}
+	free(block);
+	/* The records were all read with the header's first copy, the
+	 * second after them. */
+	*checked_after = led != 0 && !later_reads;
 	*window = window_of(view, reader_now(&image, now),
 			    counted_live ? (uint64_t)(counted_sum / counted_live) : ends.reader_now);
 	return err;
+}
+
+td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
+			    void *context, struct tddb_header_view *view, struct tddb_window *window)
+{
+	bool checked_after;
+
+	return threads_visit(agent, detail, visitor, context, view, window, &checked_after, NULL);
 }
 
 /* The process sums (a visitor), and a caller's visitor beside them. */
@@ -812,8 +998,7 @@ static td_err_e add_thread(const struct tddb_thread *thread, void *context)
 	 * per-kind sums are not reported then. */
 	if (thread->detail)
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			if (thread->idle_ns[k]) /* most kinds of most threads */
-				sums->idle[k] += thread->idle_ns[k];
+			sums->idle[k] += thread->idle_ns[k];
 	return sums->also ? sums->also(thread, sums->also_context) : TD_OK;
 }
 
@@ -841,10 +1026,16 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 		memset(&sums, 0, sizeof(sums));
 		sums.also = visitor;
 		sums.also_context = context;
-		err = tddb_threads_visit(agent, detail, add_thread, &sums, &view, &window);
+		bool checked_after;
+
+		/* The process sums alone may take a chunk's kinds whole. */
+		err = threads_visit(agent, detail, add_thread, &sums, &view, &window, &checked_after,
+				    detail && !visitor ? sums.idle : NULL);
 		/* A caller's visitor saw every record once: the walk cannot be
-		 * taken back, and the sums agree with what it saw. */
-		if (err != TD_OK || visitor)
+		 * taken back, and the sums agree with what it saw.  A walk
+		 * whose header was read again after its records is checked
+		 * already. */
+		if (err != TD_OK || visitor || checked_after)
 			break;
 		/* One copy is enough here: bytes equal to the stable block
 		 * read before the records (its generation and `rewriting`

@@ -71,6 +71,7 @@ TDDB_EXPORT td_err_e td_ta_new(struct ps_prochandle *ph, td_thragent_t **ta)
 		return TD_MALLOC;
 	}
 	agent->ph = ph;
+	agent->task_fd = -1;
 	agent->region = region;
 	agent->geometry = geometry;
 	memcpy(agent->identity, &header, sizeof(agent->identity));

@@ -19,22 +19,25 @@ static void thread_for_caller(const struct tddb_thread *thread, td_thr_stats_ns_
 {
 	bool blocked = thread->state == TDSTAT_STATE_BLOCKED;
 
-	memset(out, 0, sizeof(*out));
-	out->size = sizeof(*out);
-	out->state = thread->state;
-	out->tid = thread->state == TDSTAT_STATE_FREE ? 0 : thread->tid;
-	out->kind = blocked ? thread->kind : TDSTAT_WAIT_KIND_COUNT;
-	out->record = thread->index;
-	out->generation = thread->generation;
-	/* The detail keeps the last wait's object after it ended: only the
-	 * current wait's is news. */
-	out->object = blocked ? thread->object : 0;
-	out->site = blocked ? thread->site : 0;
-	out->since_ns = thread->since_ns;
-	out->lwps_ns = thread->tracked_ns;
-	out->runnable_ns = thread->runnable_ns;
-	out->idle_ns = thread->tracked_ns - thread->runnable_ns;
-	out->kinds = thread->detail ? TDSTAT_WAIT_KIND_COUNT : 0;
+	/* Every field named (the rest, padding included, zero): a walk
+	 * hands out every thread, so no memset first. */
+	*out = (td_thr_stats_ns_t){
+		.size = sizeof(*out),
+		.state = thread->state,
+		.tid = thread->state == TDSTAT_STATE_FREE ? 0 : thread->tid,
+		.kind = blocked ? thread->kind : TDSTAT_WAIT_KIND_COUNT,
+		.record = thread->index,
+		.generation = thread->generation,
+		/* The detail keeps the last wait's object after it ended:
+		 * only the current wait's is news. */
+		.object = blocked ? thread->object : 0,
+		.site = blocked ? thread->site : 0,
+		.since_ns = thread->since_ns,
+		.lwps_ns = thread->tracked_ns,
+		.runnable_ns = thread->runnable_ns,
+		.idle_ns = thread->tracked_ns - thread->runnable_ns,
+		.kinds = thread->detail ? TDSTAT_WAIT_KIND_COUNT : 0,
+	};
 	memcpy(out->idle_by_kind_ns, thread->idle_ns, sizeof(out->idle_by_kind_ns));
 }
 

@@ -96,6 +96,21 @@ struct tddb_record_cache {
 	unsigned char *records;   /* slots * record_size */
 	unsigned char *details;   /* slots * detail_size */
 	uint8_t *held;            /* per slot: TDDB_CACHED_* */
+	uint32_t last_count;      /* records in use at the last snapshot */
+	/* Per chunk of records (region_read.c): the closed per-kind time of
+	 * its records as kept, so that a snapshot that finds the chunk as
+	 * kept adds it up without reading a kept detail. */
+	struct tddb_chunk_kinds *chunks;
+	uint32_t chunk_slots;
+};
+struct tddb_chunk_kinds {
+	bool valid;
+	uint32_t records;         /* in the chunk when summed */
+	/* The window they were summed in: its start, and its end (open, or
+	 * where gathering or the process ended), which a record's closed
+	 * time was checked against (clamped). */
+	uint64_t window_start_ns, window_end_ns, exit_ns;
+	unsigned __int128 idle[TDSTAT_WAIT_KIND_COUNT];
 };
 #define TDDB_CACHED_NONE 0
 #define TDDB_CACHED_RECORD 1
@@ -140,6 +155,10 @@ struct td_thragent {
 	pthread_mutex_t control_lock;
 	struct tddb_cpu_reading cpu;
 	struct tddb_cpu_timer cpu_timer;
+	/* /proc/PID/task of a live target, kept open (control_lock) once a
+	 * snapshot needs the kernel's thread count: fstat of it is that
+	 * count without a path walk (stats.c).  -1: not open. */
+	int task_fd;
 	struct tddb_record_cache cache;
 };
 
@@ -191,6 +210,11 @@ struct tddb_thread {
 	uint64_t tracked_ns;
 	uint64_t runnable_ns;
 	uint64_t idle_ns[TDSTAT_WAIT_KIND_COUNT]; /* with `detail` only; else not set */
+	/* How the figures came (region_read.c, the kept chunk sums): the
+	 * open interval of a BLOCKED record (in idle_ns[kind] with the
+	 * detail), and whether the copy's closed time was cut to the window. */
+	uint64_t blocked_open_ns;
+	bool clamped;
 };
 
 /* Called once per record in use; a non-TD_OK answer stops the walk. */

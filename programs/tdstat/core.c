@@ -143,6 +143,7 @@ static void print(const struct tdstat_core_options *options, const td_thragent_t
 	tdstat_output_close(&output);
 	free(threads);
 	free(objects);
+	tdstat_thread_names_forget();
 	tdstat_symbolizer_close(symbolizer);
 }
 

@@ -78,15 +78,17 @@ static void put_bytes(struct row_text *text, const char *bytes, size_t length)
 
 static void put_spaces(struct row_text *text, size_t count)
 {
-	while (count-- && text->at < text->end)
-		*text->at++ = ' ';
+	if (count > (size_t)(text->end - text->at))
+		count = (size_t)(text->end - text->at);
+	memset(text->at, ' ', count);
+	text->at += count;
 }
 
-/* `bytes` padded to `width`: on the left (right-aligned) or the right. */
-static void put_padded(struct row_text *text, const char *bytes, size_t width, bool right_align)
+/* `length` bytes padded to `width`: on the left (right-aligned) or the
+ * right. */
+static void put_padded_length(struct row_text *text, const char *bytes, size_t length, size_t width,
+			      bool right_align)
 {
-	size_t length = strlen(bytes);
-
 	if (right_align && length < width)
 		put_spaces(text, width - length);
 	put_bytes(text, bytes, length);
@@ -94,21 +96,50 @@ static void put_padded(struct row_text *text, const char *bytes, size_t width, b
 		put_spaces(text, width - length);
 }
 
-/* "%.2f" of a share (0 <= share < 1e15), or "-" when unknown. */
-static void share_text(char *text, size_t size, bool known, double share)
+static void put_padded(struct row_text *text, const char *bytes, size_t width, bool right_align)
+{
+	put_padded_length(text, bytes, strlen(bytes), width, right_align);
+}
+
+/* "%.2f" of the shares a row mostly has, 0.00 to 9.99, made once. */
+#define SHARE_TABLE 1000
+static char share_table[SHARE_TABLE][5];
+
+static void share_table_fill(void)
+{
+	static bool filled;
+
+	if (filled)
+		return;
+	for (int i = 0; i < SHARE_TABLE; i++) {
+		share_table[i][0] = (char)('0' + i / 100);
+		share_table[i][1] = '.';
+		share_table[i][2] = (char)('0' + i / 10 % 10);
+		share_table[i][3] = (char)('0' + i % 10);
+		share_table[i][4] = '\0';
+	}
+	filled = true;
+}
+
+/* "%.2f" of a share (0 <= share < 1e15), or "-" when unknown; returns
+ * its length. */
+static size_t share_text(char *text, size_t size, bool known, double share)
 {
 	char digits[24];
 	int n = 0;
 
 	if (!known || size < 24) {
-		snprintf(text, size, "-");
-		return;
+		memcpy(text, "-", 2);
+		return 1;
 	}
-	if (!(share >= 0 && share < 1e15)) {
-		snprintf(text, size, "%.2f", share);
-		return;
-	}
+	if (!(share >= 0 && share < 1e15))
+		return (size_t)snprintf(text, size, "%.2f", share);
 	unsigned long long hundredths = (unsigned long long)rint(share * 100);
+	if (hundredths < SHARE_TABLE) {
+		share_table_fill();
+		memcpy(text, share_table[hundredths], 5);
+		return 4;
+	}
 	do {
 		digits[n++] = (char)('0' + hundredths % 10);
 		hundredths /= 10;
@@ -120,20 +151,36 @@ static void share_text(char *text, size_t size, bool known, double share)
 			text[at++] = '.';
 	}
 	text[at] = '\0';
+	return at;
+}
+
+/* The kinds' names and their lengths, once. */
+static const char *kind_name[TDSTAT_WAIT_KIND_COUNT];
+static size_t kind_name_length[TDSTAT_WAIT_KIND_COUNT];
+
+static void kind_names_fill(void)
+{
+	if (kind_name[0])
+		return;
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
+		kind_name_length[k] = strlen(td_wait_kind_name((unsigned)k));
+		kind_name[k] = td_wait_kind_name((unsigned)k);
+	}
 }
 
 /* "cond 2.00 mutex 0.98 sleep 1.00": the kinds with idle time, heaviest
- * first (of a line or of a thread). */
-static void idle_by_text(char *text, size_t size, bool has_kinds, const double *idle_by)
+ * first (of a line or of a thread); returns its length. */
+static size_t idle_by_text(char *text, size_t size, bool has_kinds, const double *idle_by)
 {
 	bool shown[TDSTAT_WAIT_KIND_COUNT] = { false };
 	size_t used = 0;
 
 	text[0] = '\0';
 	if (!has_kinds) {
-		snprintf(text, size, "-");
-		return;
+		memcpy(text, "-", 2);
+		return 1;
 	}
+	kind_names_fill();
 	for (;;) {
 		int heaviest = -1;
 
@@ -144,24 +191,25 @@ static void idle_by_text(char *text, size_t size, bool has_kinds, const double *
 			break;
 		shown[heaviest] = true;
 		char share[24];
-		const char *name = td_wait_kind_name((unsigned)heaviest);
-		size_t name_length = strlen(name), share_length;
+		size_t name_length = kind_name_length[heaviest];
+		size_t share_length = share_text(share, sizeof(share), true, idle_by[heaviest]);
 
-		share_text(share, sizeof(share), true, idle_by[heaviest]);
-		share_length = strlen(share);
 		/* "%s%s %s", by hand (a row per thread per line) */
 		if (used + 1 + name_length + 1 + share_length + 1 > size)
 			break;
 		if (used)
 			text[used++] = ' ';
-		memcpy(text + used, name, name_length);
+		memcpy(text + used, kind_name[heaviest], name_length);
 		used += name_length;
 		text[used++] = ' ';
 		memcpy(text + used, share, share_length + 1);
 		used += share_length;
 	}
-	if (!text[0])
-		snprintf(text, size, "-");
+	if (!used) {
+		memcpy(text, "-", 2);
+		return 1;
+	}
+	return used;
 }
 
 static void live_row(FILE *out, const struct tdstat_interval *line)
@@ -222,14 +270,14 @@ static void table_header(struct tdstat_output *output, enum printed table, const
 {
 	struct text_state *state = output->state;
 
-	if (!state || state->last != table)
+	if ((!state || state->last != table) && header)
 		fputs(header, output->out);
 	if (state)
 		state->last = table;
 }
 
-/* "%d" of a tid. */
-static void tid_text(char *text, pid_t tid)
+/* "%d" of a tid; returns its length. */
+static size_t tid_text(char *text, pid_t tid)
 {
 	char digits[16];
 	unsigned int value = tid < 0 ? 0u - (unsigned int)tid : (unsigned int)tid;
@@ -245,6 +293,7 @@ static void tid_text(char *text, pid_t tid)
 	while (n)
 		text[at++] = digits[--n];
 	text[at] = '\0';
+	return at;
 }
 
 /* -t: the columns of tdstat(1), "Threads". */
@@ -257,7 +306,12 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 
 	/* The kernel's columns over a longer interval than the line's
 	 * (tdstat.h, TDSTAT_KERNEL_COST_FACTOR): said in the header. */
-	if (row->has_kernel && row->kernel_window_s > row->window_s * 1.5) {
+	struct text_state *state = output->state;
+
+	/* (The header is made only when it is printed: once a table.) */
+	if (state && state->last == PRINTED_THREAD) {
+		table_header(output, PRINTED_THREAD, NULL);
+	} else if (row->has_kernel && row->kernel_window_s > row->window_s * 1.5) {
 		char header[256];
 
 		snprintf(header, sizeof(header),
@@ -269,40 +323,40 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 		table_header(output, PRINTED_THREAD,
 			     "     TID NAME             RUNNABLE    CPU   RUNQ   IDLE UNTRACKED  IDLE BY KIND"
 			     "                   WAITING NOW IN\n");
-	share_text(runnable, sizeof(runnable), own, row->runnable);
-	share_text(idle, sizeof(idle), own, row->idle);
-	share_text(cpu, sizeof(cpu), row->has_kernel, row->cpu);
-	share_text(run_queue, sizeof(run_queue), row->has_kernel, row->run_queue);
-	share_text(untracked, sizeof(untracked), row->untracked >= 0, row->untracked);
-	idle_by_text(kinds, sizeof(kinds), own, row->idle_by);
-	tid_text(tid, row->tid);
 	/* "%8d %-16s %8s %6s %6s %6s %9s  %-30s %s\n" */
-	put_padded(&text, tid, 8, true);
+	put_padded_length(&text, tid, tid_text(tid, row->tid), 8, true);
 	put_spaces(&text, 1);
 	put_padded(&text, row->name, 16, false);
 	put_spaces(&text, 1);
-	put_padded(&text, runnable, 8, true);
+	put_padded_length(&text, runnable, share_text(runnable, sizeof(runnable), own, row->runnable), 8, true);
 	put_spaces(&text, 1);
-	put_padded(&text, cpu, 6, true);
+	put_padded_length(&text, cpu, share_text(cpu, sizeof(cpu), row->has_kernel, row->cpu), 6, true);
 	put_spaces(&text, 1);
-	put_padded(&text, run_queue, 6, true);
+	put_padded_length(&text, run_queue, share_text(run_queue, sizeof(run_queue), row->has_kernel, row->run_queue),
+			  6, true);
 	put_spaces(&text, 1);
-	put_padded(&text, idle, 6, true);
+	put_padded_length(&text, idle, share_text(idle, sizeof(idle), own, row->idle), 6, true);
 	put_spaces(&text, 1);
-	put_padded(&text, untracked, 9, true);
+	put_padded_length(&text, untracked,
+			  share_text(untracked, sizeof(untracked), row->untracked >= 0, row->untracked), 9, true);
 	put_spaces(&text, 2);
-	put_padded(&text, kinds, 30, false);
+	put_padded_length(&text, kinds, idle_by_text(kinds, sizeof(kinds), own, row->idle_by), 30, false);
 	put_spaces(&text, 1);
 	if (!row->tracked) {
 		put_padded(&text, "(no record: not tracked)", 0, false);
 	} else if (row->wait_kind < 0) {
-		put_padded(&text, "-", 0, false);
+		put_bytes(&text, "-", 1);
 	} else {
-		put_padded(&text, td_wait_kind_name((unsigned)row->wait_kind), 0, false);
+		kind_names_fill();
+		/* A kind of a newer shim than this command: no name here. */
+		if (row->wait_kind < TDSTAT_WAIT_KIND_COUNT)
+			put_bytes(&text, kind_name[row->wait_kind], kind_name_length[row->wait_kind]);
+		else
+			put_bytes(&text, "?", 1);
 		put_spaces(&text, 1);
 		put_padded(&text, row->object_name, 0, false);
 		if (row->site_name[0]) {
-			put_padded(&text, " in ", 0, false);
+			put_bytes(&text, " in ", 4);
 			put_padded(&text, row->site_name, 0, false);
 		} else {
 			char site[32];

@@ -44,7 +44,7 @@ struct open_file {
 
 /* A thread renames itself seldom, mostly once as it starts: its name is
  * read again at most this often, not at every line. */
-#define COMM_REREAD_NS UINT64_C(1000000000)
+#define COMM_REREAD_NS TDSTAT_COMM_REREAD_NS
 
 static struct {
 	pid_t pid;
@@ -306,22 +306,14 @@ bool tdstat_kernel_comm(pid_t pid, char comm[TDSTAT_COMM_SIZE])
 	return comm_at(path, comm);
 }
 
-/* A thread's name, through the file kept open beside its schedstat, read
- * again once a second (a thread may rename itself). */
-bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE])
+/* A thread's name now, through the file kept open beside its schedstat
+ * when there is one (opened the first time). */
+bool tdstat_kernel_thread_comm_read(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE])
 {
 	struct open_file *kept = schedstat_files.pid == pid ? kept_file(tid) : NULL;
 	char path[64];
 	ssize_t length;
 
-	uint64_t now = monotonic_ns();
-
-	/* The path is formatted only when a file is opened: a row per
-	 * thread per line asks for names mostly kept. */
-	if (kept && kept->comm_fd >= 0 && now - kept->comm_read_ns < COMM_REREAD_NS) {
-		memcpy(comm, kept->comm, TDSTAT_COMM_SIZE);
-		return comm[0] != '\0';
-	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
 	if (!kept)
 		return comm_at(path, comm);
@@ -337,6 +329,21 @@ bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]
 		comm[--length] = '\0';
 	tdstat_printable(comm);
 	memcpy(kept->comm, comm, TDSTAT_COMM_SIZE);
-	kept->comm_read_ns = now;
+	kept->comm_read_ns = monotonic_ns();
 	return length > 0;
+}
+
+/* A thread's name, read again once a second (a thread may rename
+ * itself). */
+bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE])
+{
+	struct open_file *kept = schedstat_files.pid == pid ? kept_file(tid) : NULL;
+
+	/* The path is formatted only when a file is opened: a row per
+	 * thread per line asks for names mostly kept. */
+	if (kept && kept->comm_fd >= 0 && monotonic_ns() - kept->comm_read_ns < COMM_REREAD_NS) {
+		memcpy(comm, kept->comm, TDSTAT_COMM_SIZE);
+		return comm[0] != '\0';
+	}
+	return tdstat_kernel_thread_comm_read(pid, tid, comm);
 }

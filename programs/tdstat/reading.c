@@ -33,13 +33,21 @@ static int keep_thread(const td_thr_stats_ns_t *thread, void *data)
 		reading->threads = more;
 		growing->capacity = grown;
 	}
-	/* A library newer than this command fills more: keep what we know. */
-	memset(&reading->threads[reading->count], 0, sizeof(reading->threads[0]));
-	memcpy(&reading->threads[reading->count], thread,
-	       thread->size < sizeof(*thread) ? thread->size : sizeof(*thread));
+	/* A library newer than this command fills more: keep what we know;
+	 * an older one less: the rest is absent (0). */
+	if (thread->size >= sizeof(*thread)) {
+		reading->threads[reading->count] = *thread;
+	} else {
+		memset(&reading->threads[reading->count], 0, sizeof(reading->threads[0]));
+		memcpy(&reading->threads[reading->count], thread, thread->size);
+	}
 	reading->count++;
 	return 0;
 }
+
+/* The threads the last reading found: room for as many at once, rather
+ * than growing to them at every reading. */
+static size_t threads_last;
 
 td_err_e tdstat_reading_threads(const td_thragent_t *agent, struct tdstat_reading *reading)
 {
@@ -47,10 +55,16 @@ td_err_e tdstat_reading_threads(const td_thragent_t *agent, struct tdstat_readin
 	td_err_e err;
 
 	memset(reading, 0, sizeof(*reading));
+	if (threads_last) {
+		reading->threads = malloc(threads_last * sizeof(*reading->threads));
+		growing.capacity = reading->threads ? threads_last : 0;
+	}
 	reading->stats.size = sizeof(reading->stats);
 	err = td_ta_thr_stats_iter(agent, keep_thread, &growing, &reading->stats);
 	if (err == TD_OK && growing.failed)
 		err = TD_MALLOC;
+	if (err == TD_OK)
+		threads_last = reading->count;
 	if (err != TD_OK)
 		tdstat_reading_free(reading);
 	return err;

@@ -122,14 +122,17 @@ struct tdstat_reading {
 struct tdstat_thread_row {
 	pid_t pid;
 	pid_t tid;
-	char name[TDSTAT_COMM_SIZE]; /* /proc/PID/task/TID/comm */
+	/* The names (never NULL; "" until tdstat_thread_rows_name, or when
+	 * unknown) are kept by threads.c until the next naming. */
+	const char *name;       /* /proc/PID/task/TID/comm */
 	bool tracked;           /* the shim has a record of it */
 	bool shim_known;        /* runnable, idle and idle_by are its own (threads.c) */
 	uint32_t state;         /* enum tdstat_thread_state, now */
 	int wait_kind;          /* enum tdstat_wait_kind it waits in now, or -1 */
 	uint64_t object, site;  /* of that wait */
-	char object_name[TDSTAT_NAME_SIZE]; /* tdstat_object_name */
-	char site_name[TDSTAT_NAME_SIZE];   /* the caller's function, "" if unknown */
+	uint64_t since_ns;      /* when it began (the record's last change) */
+	const char *object_name; /* tdstat_object_name */
+	const char *site_name;   /* the caller's function, "" if unknown */
 	double runnable, idle, idle_by[TDSTAT_WAIT_KIND_COUNT];
 	bool has_kernel;        /* cpu and run_queue known */
 	double cpu, run_queue;  /* schedstat: on a CPU, waiting for one */
@@ -292,8 +295,12 @@ const struct tdstat_kernel_thread *tdstat_kernel_thread_find(const struct tdstat
 /* pid's name from /proc/PID/comm, invalid UTF-8 and control characters
  * replaced by '?'; false (and "" in comm) when it cannot be read. */
 bool tdstat_kernel_comm(pid_t pid, char comm[TDSTAT_COMM_SIZE]);
-/* The same for one thread, /proc/PID/task/TID/comm. */
+/* The same for one thread, /proc/PID/task/TID/comm, read again at most
+ * once every TDSTAT_COMM_REREAD_NS (a thread renames itself seldom). */
 bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]);
+#define TDSTAT_COMM_REREAD_NS UINT64_C(1000000000)
+/* The same, read now. */
+bool tdstat_kernel_thread_comm_read(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]);
 /* text made printable UTF-8 in place, as tdstat_kernel_comm does. */
 void tdstat_printable(char *text);
 
@@ -315,8 +322,11 @@ uint64_t tdstat_reading_end_ns(const struct tdstat_reading *reading);
  * far), sorted by tid, without names; *rows is malloc'd. */
 size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const struct tdstat_reading *to,
 			  struct tdstat_thread_row **rows);
-/* Their names (the thread's, its wait's object and caller), to print. */
+/* Their names (the thread's, its wait's object and caller), to print:
+ * valid until the next call, or tdstat_thread_names_forget. */
 void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat_thread_row *rows, size_t count);
+/* Drops the names kept between lines (a new image: names may differ). */
+void tdstat_thread_names_forget(void);
 /* The process's untracked average from the rows over an interval; < 0
  * when not known. */
 double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count);

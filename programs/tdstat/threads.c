@@ -15,24 +15,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tdstat/clock.h>
+
 static uint64_t growth(uint64_t from, uint64_t to)
 {
 	return to > from ? to - from : 0;
 }
 
-/* The kernel's shares over [from, to] for tid: false when unknown. */
-static bool kernel_shares(const struct tdstat_reading *from, const struct tdstat_reading *to, pid_t tid,
+/* The kernel's shares over [from, to] of a thread, from its entries in
+ * both samples (before NULL: it began in between); false when unknown. */
+static bool kernel_shares(const struct tdstat_reading *from, const struct tdstat_reading *to,
+			  const struct tdstat_kernel_thread *before, const struct tdstat_kernel_thread *after,
 			  double *cpu, double *run_queue)
 {
-	const struct tdstat_kernel_thread *before, *after;
 	double interval;
 
 	if (!from || !from->kernel_valid || !to->kernel_valid || to->kernel.taken_ns <= from->kernel.taken_ns)
 		return false;
-	after = tdstat_kernel_thread_find(&to->kernel, tid);
 	if (!after)
 		return false;
-	before = tdstat_kernel_thread_find(&from->kernel, tid);
 	interval = (double)(to->kernel.taken_ns - from->kernel.taken_ns);
 	/* A thread that began in the interval: all its time is in it. */
 	uint64_t on_cpu = growth(before ? before->on_cpu_ns : 0, after->on_cpu_ns);
@@ -44,6 +45,19 @@ static bool kernel_shares(const struct tdstat_reading *from, const struct tdstat
 	*cpu = (double)on_cpu / interval;
 	*run_queue = (double)queued / interval;
 	return true;
+}
+
+/* The entry of tid in a sample sorted by tid, for tids asked in
+ * increasing order: *at moves forward only (a merge, not a search per
+ * row). */
+static const struct tdstat_kernel_thread *kernel_walk(const struct tdstat_kernel_sample *sample, bool valid,
+						      size_t *at, pid_t tid)
+{
+	if (!valid)
+		return NULL;
+	while (*at < sample->count && sample->threads[*at].tid < tid)
+		(*at)++;
+	return *at < sample->count && sample->threads[*at].tid == tid ? &sample->threads[*at] : NULL;
 }
 
 /*
@@ -61,6 +75,7 @@ static void row_from_record(struct tdstat_thread_row *row, bool interval, const 
 	row->wait_kind = now->state == TDSTAT_STATE_BLOCKED ? (int)now->kind : -1;
 	row->object = now->object;
 	row->site = now->site;
+	row->since_ns = now->since_ns;
 	row->shim_known = !interval || !before || before->generation == now->generation;
 	if (!row->shim_known || window_ns <= 0)
 		return;
@@ -75,9 +90,13 @@ static void row_from_record(struct tdstat_thread_row *row, bool interval, const 
 
 	row->runnable = (double)runnable / span;
 	row->idle = (double)idle / span;
-	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-		row->idle_by[k] =
-			(double)growth(before ? before->idle_by_kind_ns[k] : 0, now->idle_by_kind_ns[k]) / span;
+	/* Most kinds of most threads did not grow: no division for them
+	 * (0 / span is 0 exactly). */
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
+		uint64_t kind = growth(before ? before->idle_by_kind_ns[k] : 0, now->idle_by_kind_ns[k]);
+
+		row->idle_by[k] = kind ? (double)kind / span : 0;
+	}
 }
 
 static int by_tid(const void *a, const void *b)
@@ -87,33 +106,208 @@ static int by_tid(const void *a, const void *b)
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-/* What it waits in now, named: the object and the calling function. */
-static void name_wait(struct tdstat_symbolizer *symbolizer, struct tdstat_thread_row *row)
+/*
+ * The names of -t, kept from line to line: a thread's name is read again
+ * once a second (TDSTAT_COMM_REREAD_NS), its wait's object and caller
+ * once per wait (the same kind, object and call site since the same
+ * moment).  At 100 lines a second on a thousand threads, naming every
+ * row afresh was a quarter of tdstat's time.  One entry per thread of
+ * the last naming, sorted by tid as the rows are, in one array; the names
+ * themselves are interned (most threads of a program share theirs), so
+ * that printing a thousand rows reads a few strings, not a thousand
+ * scattered ones.
+ */
+struct thread_names {
+	pid_t pid, tid;
+	uint64_t comm_read_ns;
+	int wait_kind;          /* the wait the names below are of; -1: none named */
+	uint64_t object, site, since_ns;
+	const char *comm, *object_name, *site_name; /* interned */
+};
+
+/* The interned names: an open-addressing set of strings, emptied when it
+ * holds many more than the last naming used (threads come and go). */
+struct interned {
+	char **slots;           /* NULL: empty */
+	size_t size;            /* a power of 2 */
+	size_t count;
+};
+
+static struct {
+	struct thread_names *entries; /* sorted by tid */
+	size_t count;
+	const struct tdstat_symbolizer *symbolizer; /* the names' */
+	struct interned strings;
+} kept_names;
+
+static void interned_free(struct interned *set)
 {
+	for (size_t i = 0; i < set->size; i++)
+		free(set->slots[i]);
+	free(set->slots);
+	memset(set, 0, sizeof(*set));
+}
+
+static uint64_t text_hash(const char *text)
+{
+	uint64_t hash = 14695981039346656037u; /* FNV-1a */
+
+	for (; *text; text++)
+		hash = (hash ^ (unsigned char)*text) * 1099511628211u;
+	return hash;
+}
+
+/* The one copy of `text` (a copy of it on first sight); "" when there is
+ * no memory. */
+static const char *intern(struct interned *set, const char *text)
+{
+	if (!text[0])
+		return "";
+	if (2 * (set->count + 1) > set->size) {
+		size_t size = set->size ? 2 * set->size : 256;
+		char **slots = calloc(size, sizeof(*slots));
+
+		if (!slots)
+			return "";
+		for (size_t i = 0; i < set->size; i++)
+			if (set->slots[i]) {
+				size_t at = text_hash(set->slots[i]) & (size - 1);
+
+				while (slots[at])
+					at = (at + 1) & (size - 1);
+				slots[at] = set->slots[i];
+			}
+		free(set->slots);
+		set->slots = slots;
+		set->size = size;
+	}
+	size_t at = text_hash(text) & (set->size - 1);
+
+	for (; set->slots[at]; at = (at + 1) & (set->size - 1))
+		if (strcmp(set->slots[at], text) == 0)
+			return set->slots[at];
+	set->slots[at] = strdup(text);
+	if (!set->slots[at])
+		return "";
+	set->count++;
+	return set->slots[at];
+}
+
+void tdstat_thread_names_forget(void)
+{
+	free(kept_names.entries);
+	interned_free(&kept_names.strings);
+	memset(&kept_names, 0, sizeof(kept_names));
+}
+
+/* What it waits in now, named: the object and the calling function. */
+static void name_wait(struct tdstat_symbolizer *symbolizer, const struct tdstat_thread_row *row,
+		      struct thread_names *names)
+{
+	char object_name[TDSTAT_NAME_SIZE], site_name[TDSTAT_NAME_SIZE];
 	uint64_t function;
 
-	if (row->wait_kind < 0)
+	names->wait_kind = row->wait_kind;
+	names->object = row->object;
+	names->site = row->site;
+	names->since_ns = row->since_ns;
+	tdstat_object_name(symbolizer, row->pid, row->wait_kind, row->object, object_name, sizeof(object_name));
+	if (!tdstat_symbolize_caller(symbolizer, row->site, site_name, sizeof(site_name), &function))
+		site_name[0] = '\0';
+	tdstat_printable(site_name);
+	names->object_name = intern(&kept_names.strings, object_name);
+	names->site_name = intern(&kept_names.strings, site_name);
+}
+
+static bool same_wait(const struct tdstat_thread_row *row, const struct thread_names *names)
+{
+	return names->wait_kind == row->wait_kind && names->object == row->object && names->site == row->site &&
+	       names->since_ns == row->since_ns;
+}
+
+/* Names interned by earlier namings of threads now gone: once they
+ * outnumber the live ones, the set starts again (a program whose
+ * threads come and go with names of their own). */
+static void names_trim(void)
+{
+	if (kept_names.strings.count < 1024 || kept_names.strings.count < 4 * (kept_names.count + 1))
 		return;
-	tdstat_object_name(symbolizer, row->pid, row->wait_kind, row->object, row->object_name,
-			   sizeof(row->object_name));
-	if (!tdstat_symbolize_caller(symbolizer, row->site, row->site_name, sizeof(row->site_name), &function))
-		row->site_name[0] = '\0';
-	tdstat_printable(row->site_name);
+	interned_free(&kept_names.strings);
+	for (size_t i = 0; i < kept_names.count; i++) {
+		kept_names.entries[i].comm_read_ns = 0;
+		kept_names.entries[i].wait_kind = -1;
+	}
 }
 
 void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat_thread_row *rows, size_t count)
 {
+	struct thread_names *entries = malloc((count ? count : 1) * sizeof(*entries));
+	uint64_t now = tdstat_monotonic_ns();
+	size_t old = 0, made = 0;
+	pid_t last_tid = 0;
+
+	if (kept_names.symbolizer != symbolizer)
+		tdstat_thread_names_forget();
+	kept_names.symbolizer = symbolizer;
+	names_trim();
 	for (size_t r = 0; r < count; r++) {
-		tdstat_kernel_thread_comm(rows[r].pid, rows[r].tid, rows[r].name);
-		name_wait(symbolizer, &rows[r]);
+		struct tdstat_thread_row *row = &rows[r];
+		struct thread_names *names;
+
+		row->name = row->object_name = row->site_name = "";
+		if (!entries)
+			continue;
+		names = &entries[made++];
+		/* Rows come sorted by tid (tdstat_thread_rows): a merge with
+		 * the kept entries.  Rows out of order get fresh names. */
+		if (r == 0 || row->tid > last_tid)
+			while (old < kept_names.count && kept_names.entries[old].tid < row->tid)
+				old++;
+		if ((r == 0 || row->tid > last_tid) && old < kept_names.count &&
+		    kept_names.entries[old].tid == row->tid && kept_names.entries[old].pid == row->pid) {
+			*names = kept_names.entries[old++];
+		} else {
+			*names = (struct thread_names){ .pid = row->pid, .tid = row->tid, .wait_kind = -1,
+							.comm_read_ns = now - TDSTAT_COMM_REREAD_NS,
+							.comm = "", .object_name = "", .site_name = "" };
+		}
+		last_tid = row->tid;
+		if (now - names->comm_read_ns >= TDSTAT_COMM_REREAD_NS) {
+			char comm[TDSTAT_COMM_SIZE];
+
+			tdstat_kernel_thread_comm_read(row->pid, row->tid, comm);
+			names->comm = intern(&kept_names.strings, comm);
+			names->comm_read_ns = now;
+		}
+		row->name = names->comm;
+		if (row->wait_kind < 0)
+			continue;
+		if (!same_wait(row, names))
+			name_wait(symbolizer, row, names);
+		row->object_name = names->object_name;
+		row->site_name = names->site_name;
 	}
+	free(kept_names.entries);
+	kept_names.entries = entries;
+	kept_names.count = made;
+}
+
+/* Sorted by tid: most lines find the rows so already (records and tids
+ * are both handed out in creation order), and skip the sort. */
+static void sort_by_tid(struct tdstat_thread_row *rows, size_t count)
+{
+	for (size_t i = 1; i < count; i++)
+		if (rows[i].tid < rows[i - 1].tid) {
+			qsort(rows, count, sizeof(*rows), by_tid);
+			return;
+		}
 }
 
 size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const struct tdstat_reading *to,
 			  struct tdstat_thread_row **rows_out)
 {
 	size_t capacity = to->count + (to->kernel_valid ? to->kernel.count : 0), count = 0;
-	struct tdstat_thread_row *rows = calloc(capacity ? capacity : 1, sizeof(*rows));
+	struct tdstat_thread_row *rows = malloc((capacity ? capacity : 1) * sizeof(*rows));
 	double window_ns;
 
 	*rows_out = rows;
@@ -122,35 +316,52 @@ size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const st
 	if (from && !tdstat_same_window(&from->stats, &to->stats))
 		from = NULL;
 	window_ns = (double)tdstat_interval_span_ns(from ? &from->stats : NULL, &to->stats);
-	/* Threads the shim tracks, alive now (tid 0: not started yet). */
+	/* Threads the shim tracks, alive now (tid 0: not started yet).  Both
+	 * readings list records in increasing order: the record's earlier
+	 * reading is found by walking `from` along. */
+	size_t earlier = 0;
+
 	for (size_t i = 0; i < to->count; i++) {
-		const td_thr_stats_ns_t *now = &to->threads[i];
+		const td_thr_stats_ns_t *now = &to->threads[i], *before = NULL;
 		struct tdstat_thread_row *row;
 
+		while (from && earlier < from->count && from->threads[earlier].record < now->record)
+			earlier++;
+		if (from && earlier < from->count && from->threads[earlier].record == now->record)
+			before = &from->threads[earlier];
 		if (now->state == TDSTAT_STATE_FREE || now->tid <= 0)
 			continue;
 		row = &rows[count++];
-		row->tid = now->tid;
-		row->window_s = window_ns / 1e9;
-		row_from_record(row, from != NULL, tdstat_reading_record(from, now->record), now, window_ns);
+		*row = (struct tdstat_thread_row){ .tid = now->tid, .window_s = window_ns / 1e9 };
+		row_from_record(row, from != NULL, before, now, window_ns);
 	}
 	/* Threads of the process the shim has no record of. */
-	size_t tracked = count;
+	size_t tracked = count, at = 0;
 
-	qsort(rows, tracked, sizeof(*rows), by_tid);
+	sort_by_tid(rows, tracked);
 	for (size_t i = 0; to->kernel_valid && i < to->kernel.count; i++) {
-		struct tdstat_thread_row key = { .tid = to->kernel.threads[i].tid };
+		pid_t tid = to->kernel.threads[i].tid;
 
-		if (bsearch(&key, rows, tracked, sizeof(*rows), by_tid))
+		while (at < tracked && rows[at].tid < tid)
+			at++;
+		if (at < tracked && rows[at].tid == tid)
 			continue;
-		rows[count] = (struct tdstat_thread_row){ .tid = key.tid, .wait_kind = -1, .window_s = window_ns / 1e9 };
-		count++;
+		rows[count++] = (struct tdstat_thread_row){ .tid = tid, .wait_kind = -1, .window_s = window_ns / 1e9 };
 	}
+	if (count > tracked)
+		qsort(rows, count, sizeof(*rows), by_tid);
+	size_t kernel_before = 0, kernel_after = 0;
+
 	for (size_t r = 0; r < count; r++) {
 		struct tdstat_thread_row *row = &rows[r];
+		const struct tdstat_kernel_thread *after = kernel_walk(&to->kernel, to->kernel_valid, &kernel_after,
+								      row->tid);
+		const struct tdstat_kernel_thread *before =
+			from ? kernel_walk(&from->kernel, from->kernel_valid, &kernel_before, row->tid) : NULL;
 
 		row->pid = pid;
-		row->has_kernel = kernel_shares(from, to, row->tid, &row->cpu, &row->run_queue);
+		row->name = row->object_name = row->site_name = "";
+		row->has_kernel = kernel_shares(from, to, before, after, &row->cpu, &row->run_queue);
 		if (row->has_kernel)
 			row->kernel_window_s = (double)(to->kernel.taken_ns - from->kernel.taken_ns) / 1e9;
 		row->untracked = -1;
@@ -159,7 +370,6 @@ size_t tdstat_thread_rows(pid_t pid, const struct tdstat_reading *from, const st
 						 ? row->runnable - (row->cpu + row->run_queue)
 						 : 0;
 	}
-	qsort(rows, count, sizeof(*rows), by_tid);
 	return count;
 }
 
@@ -233,7 +443,7 @@ static size_t overlay_kernel(struct tdstat_thread_row **rows_io, size_t count, c
 	for (size_t j = 0; j < source_count; j++)
 		if (!source[j].tracked && !bsearch(&source[j], rows, count, sizeof(*rows), by_tid)) {
 			rows[total] = source[j];
-			rows[total].name[0] = '\0';
+			rows[total].name = rows[total].object_name = rows[total].site_name = "";
 			total++;
 		}
 	qsort(rows, total, sizeof(*rows), by_tid);

@@ -11,11 +11,14 @@
 #include "plot.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <tdstat/clock.h>
 #include <tdstat/ps_live.h>
 
 static volatile sig_atomic_t interrupted;
@@ -73,12 +76,48 @@ static void say_gathering_off(pid_t pid)
 		     "environment)", (int)pid, (int)pid);
 }
 
+/* The state letter in the stat file open at fd ("pid (comm) S ..."), 0
+ * when it cannot be read. */
+static char stat_state(int fd)
+{
+	char text[512];
+	ssize_t length = pread(fd, text, sizeof(text) - 1, 0);
+	const char *close_paren;
+
+	if (length <= 0)
+		return 0;
+	text[length] = '\0';
+	close_paren = strrchr(text, ')');
+	return close_paren && close_paren[1] == ' ' ? close_paren[2] : 0;
+}
+
 /* Stopped by a signal (SIGSTOP, ^Z) or by a debugger.  Reading it is
- * fine: nothing here stops or resumes it. */
+ * fine: nothing here stops or resumes it.  The leader's stat file stays
+ * open (a line read it twice, by name, through tdps_process_state: a
+ * tenth of a line's cost at 100 lines a second); while the leader lives
+ * its state is the process's, else tdps_process_state finds a thread
+ * that does. */
 static bool target_stopped(pid_t pid)
 {
-	char state = tdps_process_state(pid);
+	static int fd = -1;
+	static pid_t fd_pid;
+	char state = 0;
 
+	if (fd >= 0 && fd_pid != pid) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd_pid = pid;
+	}
+	if (fd >= 0)
+		state = stat_state(fd);
+	if (state == 0 || state == 'Z' || state == 'X' || state == 'x')
+		state = tdps_process_state(pid);
 	return state == 'T' || state == 't';
 }
 
@@ -118,6 +157,25 @@ static void kernel_base_update(const struct tdstat_reading *reading)
 	kernel_base = copy;
 }
 
+/* The process's name, read again once a second as its threads' are
+ * (TDSTAT_COMM_REREAD_NS), and at the first line of a window (after an
+ * exec, say): an open, a read and a close per line were a tenth of a
+ * line's cost at 100 lines a second. */
+static void process_comm(pid_t pid, bool fresh, char comm[TDSTAT_COMM_SIZE])
+{
+	static char kept[TDSTAT_COMM_SIZE];
+	static pid_t kept_pid;
+	static uint64_t read_ns;
+	uint64_t now = tdstat_monotonic_ns();
+
+	if (fresh || kept_pid != pid || now - read_ns >= TDSTAT_COMM_REREAD_NS) {
+		tdstat_kernel_comm(pid, kept);
+		kept_pid = pid;
+		read_ns = now;
+	}
+	memcpy(comm, kept, TDSTAT_COMM_SIZE);
+}
+
 /* A line over [from, to] of one window (from NULL: the window so far),
  * then the rows of -t and -w under it, as one moment of the output. */
 static void print_line(const struct tdstat_watch_options *options, struct tdstat_output *output,
@@ -135,7 +193,7 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	size_t object_count = 0;
 
 	tdstat_interval_compute(&interval, options->pid, from ? &from->stats : NULL, &to->stats);
-	tdstat_kernel_comm(options->pid, interval.comm);
+	process_comm(options->pid, from == NULL, interval.comm);
 	interval.stopped = target_stopped(options->pid) ? TDSTAT_STOPPED : TDSTAT_RUNNING;
 	/* Known over an interval between two readings (the kernel keeps no
 	 * figure since the window's start); a stopped process is asleep for
@@ -201,6 +259,7 @@ static int watch_tick(const struct tdstat_watch_options *options, struct tdstat_
 		/* A new window: a reset, gathering turned on again, or an
 		 * exec (a fresh region, maybe another program). */
 		tdstat_symbolizer_renew(symbolizer);
+		tdstat_thread_names_forget();
 		print_line(options, output, target, symbolizer, NULL, &current);
 	}
 	kernel_base_update(&current);
@@ -241,6 +300,7 @@ static int watch_target(const struct tdstat_watch_options *options, struct tdsta
 	tdstat_reading_free(&previous);
 	tdstat_reading_free(&kernel_base);
 	tdstat_kernel_carry_free(&kernel_carry);
+	tdstat_thread_names_forget();
 	return status;
 }
 

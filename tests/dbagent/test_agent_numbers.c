@@ -360,3 +360,130 @@ Test(agent_numbers, kept_records_never_hide_a_change)
 	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 600 * SECOND);
 	cr_assert_eq(ns.lwps_ns, (6 + 4 + 598 * 2) * SECOND);
 }
+
+static int count_thread(const td_thr_stats_ns_t *thread, void *data)
+{
+	(void)thread;
+	++*(int *)data;
+	return 0;
+}
+
+/*
+ * A snapshot reads the header with the records the last one found in use
+ * (region_read.c, header_and_records): records taken into use since then
+ * must be read too, by the walk and by the process sums.
+ */
+Test(agent_numbers, records_taken_since_the_last_snapshot_are_read)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	int handed = 0;
+
+	control->window_start_ns = ws;
+	control->window_end_ns = ws + 10 * SECOND;
+	for (uint32_t i = 0; i < 10; i++)
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(ns.nthreads, 10);
+	for (uint32_t i = 10; i < 300; i++) /* past the first 64 KiB chunk of details */
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(ns.nthreads, 300);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 300 * SECOND);
+	publish_blocked(300, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_thr_stats_iter(agent, count_thread, &handed, &ns), TD_OK);
+	cr_assert_eq(handed, 301);
+	cr_assert_eq(ns.nthreads, 301);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 301 * SECOND);
+}
+
+/*
+ * What a snapshot of an unchanged target costs in reads of its memory
+ * (each one a system call on a live target, the fixed part of the cost):
+ * the header with the records, the header again.  The walk needs nothing
+ * more; the process figures need nothing more either, the second header
+ * having been read after every record.
+ */
+Test(agent_numbers, an_unchanged_target_costs_two_reads)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	unsigned long before;
+	int handed = 0;
+
+	control->window_start_ns = ws;
+	control->window_end_ns = ws + 10 * SECOND;
+	for (uint32_t i = 0; i < 100; i++)
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	before = target.reads;
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(target.reads - before, 2);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 100 * SECOND);
+	before = target.reads;
+	cr_assert_eq(td_ta_thr_stats_iter(agent, count_thread, &handed, &ns), TD_OK);
+	cr_assert_eq(target.reads - before, 2);
+	cr_assert_eq(handed, 100);
+	/* A record that changed costs its chunk's reads again, and the
+	 * header after them. */
+	publish_blocked(5, ws, ws + 8 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 2 * SECOND);
+	before = target.reads;
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 101 * SECOND);
+	cr_assert_gt(target.reads - before, 2);
+}
+
+/*
+ * A chunk of records as kept is added up from its kept per-kind sums
+ * (region_read.c, struct tddb_chunk_kinds): those sums hold only in the
+ * window and at the window's end they were made in.  A record whose
+ * closed time the window's end cut (a hostile record, or a window closed
+ * before its last commit) must be cut again at the next snapshot, and a
+ * window that ends, or starts again, sums its records afresh.
+ */
+Test(agent_numbers, kept_kind_sums_follow_the_window)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+
+	control->window_start_ns = ws;
+	control->window_end_ns = TDSTAT_WINDOW_OPEN;
+	/* Closed: 4 s of mutex (even records) or of cond (odd ones); blocked
+	 * (cond) since 12 s. */
+	for (uint32_t i = 0; i < 300; i++) /* two chunks */
+		publish_blocked(i, ws, ws + 12 * SECOND, TDSTAT_WAIT_COND, i % 2 ? TDSTAT_WAIT_COND : TDSTAT_WAIT_MUTEX,
+				4 * SECOND);
+	/* Sums taken, then used. */
+	for (int round = 0; round < 3; round++) {
+		cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 150 * 4 * SECOND, "round %d", round);
+		cr_assert_geq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 150 * 4 * SECOND + 300 * 2 * SECOND, "round %d",
+			      round);
+		cr_assert_eq(ns.idle_ns, ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX] + ns.idle_by_kind_ns[TDSTAT_WAIT_COND]);
+	}
+	/* The window closed at 3 s: each record's closed 4 s are cut to 3,
+	 * in its own kind (the process's 1,200 s cut to 900 in kind order
+	 * would give mutex 600, cond 300), none of the open wait is in it. */
+	control->window_end_ns = ws + 3 * SECOND;
+	control->generation++;
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+		cr_assert_eq(ns.window_ns, 3 * SECOND);
+		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 150 * 3 * SECOND, "round %d", round);
+		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 150 * 3 * SECOND, "round %d", round);
+	}
+	/* A new window, the records unchanged: they belong to the old one,
+	 * so only their open waits count, from the new start on. */
+	control->window_start_ns = ws + 13 * SECOND;
+	control->window_end_ns = ws + 14 * SECOND;
+	control->generation++;
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+		cr_assert_eq(ns.window_ns, 1 * SECOND);
+		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 0, "round %d", round);
+		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 300 * SECOND, "round %d", round);
+	}
+}

@@ -9,11 +9,17 @@
  *   pingpong two threads take turns through `turn_changed`, sleeping
  *            200 us in each turn: waits that begin and end between two
  *            readings of tdstat.  Prints "ready"; runs until killed.
+ *   moving   one thread that, every 0.4 s, takes another name ("phase-a",
+ *            "phase-b") and waits on another condvar (`first_condvar`,
+ *            `second_condvar`), for tdstat -t's names kept from line to
+ *            line (they must follow).  Prints "ready"; runs until killed.
  */
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_mutex_t parked_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -90,12 +96,49 @@ static int ping_pong(void)
 	return 0;
 }
 
+static pthread_mutex_t moving_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t first_condvar = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t second_condvar = PTHREAD_COND_INITIALIZER;
+
+static void *mover(void *unused)
+{
+	for (int phase = 0;; phase = !phase) {
+		struct timespec until;
+
+		prctl(PR_SET_NAME, phase ? "phase-b" : "phase-a");
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 400 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&moving_lock);
+		while (pthread_cond_timedwait(phase ? &second_condvar : &first_condvar, &moving_lock, &until) == 0)
+			;
+		pthread_mutex_unlock(&moving_lock);
+	}
+	return unused;
+}
+
+static int moving(void)
+{
+	pthread_t thread;
+
+	pthread_create(&thread, NULL, mover, NULL);
+	printf("ready\n");
+	fflush(stdout);
+	pthread_join(thread, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t threads[5];
 
 	if (argc > 1 && strcmp(argv[1], "pingpong") == 0)
 		return ping_pong();
+	if (argc > 1 && strcmp(argv[1], "moving") == 0)
+		return moving();
 
 	if (pipe(pipe_ends) != 0)
 		return 1;

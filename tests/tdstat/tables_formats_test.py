@@ -86,6 +86,34 @@ class TablesInFormats(unittest.TestCase):
         self.check_objects({line["object"]: line["waiting"] for line in block if "waiting" in line
                             and not line.get("ended")})
 
+    def test_names_follow_the_thread(self):
+        """-t keeps a thread's names from line to line (threads.c): its
+        name is read again once a second, its wait's object and caller
+        once per wait.  A thread that renames itself and changes condvar
+        every 0.4 s shows both names and both condvars over 3.5 s (names
+        kept for good would show one of each)."""
+        env = dict(os.environ, LD_PRELOAD=os.environ["TDSHIM"], TDSTAT_ENABLE="1")
+        process = subprocess.Popen([os.environ["KINDS_WORKLOAD"], "moving"], env=env, stdout=subprocess.PIPE,
+                                   text=True)
+        try:
+            self.assertEqual(process.stdout.readline().strip(), "ready")
+            out = subprocess.run([TDSTAT, "-t", "-i", "0.1", "-c", "35", "--format", "json", str(process.pid)],
+                                 check=True, capture_output=True, text=True, timeout=60).stdout
+        finally:
+            process.kill()
+            process.wait()
+        rows = [row for row in map(json.loads, out.splitlines()) if "tid" in row and row["tid"] != process.pid]
+        self.assertGreater(len(rows), 30)
+        self.assertEqual({row["name"] for row in rows}, {"phase-a", "phase-b"})
+        objects = {row["object"] for row in rows if row.get("wait") == "cond"}
+        self.assertEqual(objects, {"first_condvar", "second_condvar"})
+        # Each wait is named as itself, whatever the line before showed.
+        names_of = {}
+        for row in rows:
+            if row.get("wait") == "cond":
+                names_of.setdefault(row["object_address"], set()).add(row["object"])
+        self.assertEqual(sorted(len(names) for names in names_of.values()), [1, 1])
+
     def test_openmetrics(self):
         with Target() as target:
             text = tdstat(target, "openmetrics")
