@@ -155,6 +155,12 @@ class Bench:
         ("mutex", "uncontended mutex lock+unlock", 10_000_000, "0", 1.00),
         ("rwlock", "rwlock rdlock+unlock, uncontended", 10_000_000, "0", 1.00),
         ("sem", "sem_post+sem_wait without waiting", 10_000_000, "0", 1.00),
+        ("trylock", "uncontended mutex trylock+unlock", 10_000_000, "0", 1.00),
+        ("tryrdlock", "rwlock tryrdlock+unlock, uncontended", 10_000_000, "0", 1.00),
+        ("trywrlock", "rwlock trywrlock+unlock, uncontended", 10_000_000, "0", 1.00),
+        ("trywrbusy", "rwlock trywrlock on a read-held lock (fails: no unlock)", 10_000_000, "0", 1.00),
+        ("trywait", "sem_post+sem_trywait without waiting", 10_000_000, "0", 1.00),
+        ("overflowed", "mutex lock+unlock of an object past a full tracking table", 5_000_000, "0", 1.00),
         ("syscall", "syscall(SYS_getpid) through libc's syscall()", 5_000_000, "0", 1.02),
         ("handoff", "contended mutex hand-off, 2 threads, one per CPU", 1_000_000, "0,1", 1.05),
         ("condvar", "condvar ping-pong, both on CPU 0", 100_000, "0", 1.05),
@@ -167,6 +173,9 @@ class Bench:
     # the uncontended pairs against bare, the blocking paths against the
     # shim with tracking off.
     SYNC_TRACKING_BUDGETS = {"mutex": ("bare", 2.00), "rwlock": ("bare", 2.00), "sem": ("bare", 2.00),
+                             "trylock": ("bare", 2.00), "tryrdlock": ("bare", 2.00),
+                             "trywrlock": ("bare", 2.00), "trywait": ("bare", 2.00),
+                             "overflowed": ("bare", 2.00),
                              "condvar": ("tdstat", 1.10), "sempingpong": ("tdstat", 1.10)}
 
     def section_overhead(self):

@@ -2,7 +2,7 @@
 /*
  * Micro-benchmarks of the calls the shim wraps, run bare and preloaded by
  * bench/bench.py.  Prints "<name> <ns per operation>".
- *   microbench mutex|rwlock|sem|condvar|sempingpong|handoff|create|pipe|syscall [ITERATIONS]
+ *   microbench mutex|rwlock|sem|trylock|tryrdlock|trywrlock|trywrbusy|trywait|overflowed|condvar|sempingpong|handoff|create|pipe|syscall [ITERATIONS]
  *   microbench scale [ITERATIONS] [THREADS]
  * A second thread is always alive, so glibc takes its multi-threaded
  * paths (a single-threaded process skips the atomic instructions).
@@ -89,6 +89,99 @@ static double bench_sem(long n)
 		sem_wait(&sem);
 	}
 	return (cpu_ns() - start) / n;
+}
+
+/* The tries, uncontended: each succeeds, then the object is released. */
+static double bench_trylock(long n)
+{
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	double start = cpu_ns();
+
+	for (long i = 0; i < n; i++) {
+		if (pthread_mutex_trylock(&lock) == 0)
+			pthread_mutex_unlock(&lock);
+	}
+	return (cpu_ns() - start) / n;
+}
+
+static double bench_tryrdlock(long n)
+{
+	pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+	double start = cpu_ns();
+
+	for (long i = 0; i < n; i++) {
+		if (pthread_rwlock_tryrdlock(&lock) == 0)
+			pthread_rwlock_unlock(&lock);
+	}
+	return (cpu_ns() - start) / n;
+}
+
+static double bench_trywrlock(long n)
+{
+	pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+	double start = cpu_ns();
+
+	for (long i = 0; i < n; i++) {
+		if (pthread_rwlock_trywrlock(&lock) == 0)
+			pthread_rwlock_unlock(&lock);
+	}
+	return (cpu_ns() - start) / n;
+}
+
+/* The write try alone: it fails on a read-held lock, so no write unlock
+ * follows (the shim's write unlock is what trywrlock's row measures). */
+static double bench_trywrbusy(long n)
+{
+	pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+	double start;
+
+	pthread_rwlock_rdlock(&lock);
+	start = cpu_ns();
+	for (long i = 0; i < n; i++)
+		if (pthread_rwlock_trywrlock(&lock) == 0)
+			return -1;
+	start = (cpu_ns() - start) / n;
+	pthread_rwlock_unlock(&lock);
+	return start;
+}
+
+static double bench_trywait(long n)
+{
+	sem_t sem;
+	double start;
+
+	sem_init(&sem, 0, 0);
+	start = cpu_ns();
+	for (long i = 0; i < n; i++) {
+		sem_post(&sem);
+		sem_trywait(&sem);
+	}
+	return (cpu_ns() - start) / n;
+}
+
+/* An uncontended mutex pair on an object the tracking table has no room
+ * for (with TDSTAT_SYNC_TRACKING=1): 6,000 mutexes locked once first, more
+ * than its 4,096 entries; the timed one is the last of them. */
+static double bench_overflowed(long n)
+{
+	enum { MANY = 6000 };
+	pthread_mutex_t *many = calloc(MANY, sizeof(*many));
+	double start;
+
+	if (!many)
+		return -1;
+	for (int i = 0; i < MANY; i++) {
+		pthread_mutex_lock(&many[i]);
+		pthread_mutex_unlock(&many[i]);
+	}
+	start = cpu_ns();
+	for (long i = 0; i < n; i++) {
+		pthread_mutex_lock(&many[MANY - 1]);
+		pthread_mutex_unlock(&many[MANY - 1]);
+	}
+	start = (cpu_ns() - start) / n;
+	free(many);
+	return start;
 }
 
 /* Two threads take turns through a condvar: one round trip per op. */
@@ -317,6 +410,12 @@ static const struct {
 	{ "mutex", bench_mutex, 20000000 },
 	{ "rwlock", bench_rwlock, 20000000 },
 	{ "sem", bench_sem, 20000000 },
+	{ "trylock", bench_trylock, 20000000 },
+	{ "tryrdlock", bench_tryrdlock, 20000000 },
+	{ "trywrlock", bench_trywrlock, 20000000 },
+	{ "trywrbusy", bench_trywrbusy, 20000000 },
+	{ "trywait", bench_trywait, 20000000 },
+	{ "overflowed", bench_overflowed, 5000000 },
 	{ "condvar", bench_condvar, 200000 },
 	{ "sempingpong", bench_sempingpong, 200000 },
 	{ "handoff", bench_handoff, 2000000 },

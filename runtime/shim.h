@@ -187,15 +187,21 @@ static inline bool tdshim_gathering(void)
 
 /*
  * Wake-up stamps (runtime/wake.c).  A thread that wakes others (an unlock
- * with waiters, a signal, a post, a futex wake, a barrier arrival, a
- * thread exit) stamps the object's slot with the time and its CPU, just
- * before the wake;
+ * with waiters, a signal, a post, a futex wake, a barrier arrival)
+ * stamps the object's slot with the time and its CPU, just before the
+ * wake (and withdraws the stamp when the call failed or woke nobody);
+ * a joiner is not stamped: it counts from its return;
  * a waiter that returns from a wait on that object takes the stamp as the
  * moment it was woken.  Slots are a fixed hash table of single 64-bit
  * words (time and a tag of the object): no lock, no allocation, and a
  * collision only costs the precision of one wake-up.
  */
 void tdshim_wake_stamp(const void *object);
+struct tdshim_stamp {
+	uint64_t *slot, before, written;
+};
+void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept);
+void tdshim_wake_withdraw(const struct tdshim_stamp *kept);
 uint64_t tdshim_wake_lookup(const void *object, uint64_t since, bool *remote);
 /* A wake stamped on another CPU that a waiter returns from sooner than
  * this is dated back from the waiter's return by no more than the CPU a

@@ -50,8 +50,11 @@ struct tdstat_sync_entry *tdshim_sync_lookup(uint64_t key)
 				return remember(key, entry);
 		}
 	}
+	/* No room: counted once, and remembered, so that this thread's next
+	 * calls on the object (its unlock, the next lock) neither probe the
+	 * table again nor count again (region.h's overflow). */
 	uatomic_inc(&sync->header.overflow);
-	return NULL;
+	return remember(key, NULL);
 }
 
 void tdshim_sync_raise(struct tdstat_sync_entry *entry, unsigned int index, uint64_t value)

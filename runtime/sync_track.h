@@ -26,7 +26,8 @@ static inline uint64_t tdshim_sync_control(void)
 
 /* The entry of `object` when tracking is on, else NULL (also when the
  * table has no room: counted as overflow).  Each thread remembers the
- * last entry it found: a lock and its unlock look up the same object.
+ * last entry it found, or that it found none: a lock and its unlock look
+ * up the same object.
  * Entries are never freed while the process lives (a fork child's table
  * starts empty, and its one thread forgets: tdshim_sync_after_fork). */
 struct tdshim_sync_last {
@@ -68,6 +69,12 @@ static inline void tdshim_sync_holder_add(struct tdstat_sync_entry *entry, unsig
 /* Raises a counter to at least `value` (sema_max_count, the complement
  * of sema_min_count). */
 void tdshim_sync_raise(struct tdstat_sync_entry *entry, unsigned int index, uint64_t value);
+/* The same, with the common case (already that high) inline: a load. */
+static inline void tdshim_sync_raise_inline(struct tdstat_sync_entry *entry, unsigned int index, uint64_t value)
+{
+	if (caa_unlikely(CMM_LOAD_SHARED(entry->count[index]) < value))
+		tdshim_sync_raise(entry, index, value);
+}
 
 /* The out-of-line parts of the two below: a sleep or a sampled hold. */
 void tdshim_sync_locked_slow(struct tdstat_sync_entry *entry, unsigned int lock_index, uint64_t locks,

@@ -325,6 +325,7 @@ static bool outer_scope_gone(const struct tdshim_thread *self, const struct tdsh
 static uint64_t credit_samples[CREDIT_SAMPLES];
 static unsigned int credit_claimed, credit_stored;
 static uint64_t remote_credit_ns;
+static bool credit_clock_failed;
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -333,6 +334,8 @@ static uint64_t thread_cpu_ns(void)
 	int failed = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
 
 	TDSHIM_RESTORE_ERRNO();
+	if (failed)
+		CMM_STORE_SHARED(credit_clock_failed, true);
 	return failed ? 0 : (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
@@ -453,8 +456,11 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 		if (now >= woken && now - woken < TDSHIM_REMOTE_WAKE_NS) {
 			uint64_t credit = CMM_LOAD_SHARED(remote_credit_ns);
 
-			if (!credit || ++tdshim_self.remote_wakes % CREDIT_EVERY == 0)
+			if (!CMM_LOAD_SHARED(credit_clock_failed) &&
+			    (!credit || ++tdshim_self.remote_wakes % CREDIT_EVERY == 0))
 				tdshim_self.sample_next_wait = true;
+			if (!credit)
+				return woken;
 			return now - woken > credit ? now - credit : woken;
 		}
 	}

@@ -57,15 +57,29 @@ static uint64_t tag_of(uint64_t hash)
 
 void tdshim_wake_stamp(const void *object)
 {
+	struct tdshim_stamp kept;
+
+	tdshim_wake_stamp_keep(object, &kept);
+}
+
+void tdshim_wake_withdraw(const struct tdshim_stamp *kept)
+{
+	if (kept->slot)
+		uatomic_cmpxchg(kept->slot, kept->written, kept->before);
+}
+
+void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept)
+{
 	uint64_t hash = mix(object);
 	uint64_t now = tdshim_stamp_ns();
 	int cpu = tdshim_current_cpu();
 	/* 0: the waker's CPU is not known; else 1 + the CPU modulo 255. */
 	uint64_t cpu_field = cpu < 0 ? 0 : 1 + (uint64_t)cpu % ((1u << CPU_BITS) - 1);
 
-	CMM_STORE_SHARED(wake_slots[hash % WAKE_SLOTS],
-			 ((now >> TIME_SHIFT) & TIME_MASK) << (CPU_BITS + TAG_BITS) | cpu_field << TAG_BITS |
-				 tag_of(hash));
+	kept->slot = &wake_slots[hash % WAKE_SLOTS];
+	kept->before = CMM_LOAD_SHARED(*kept->slot);
+	kept->written = ((now >> TIME_SHIFT) & TIME_MASK) << (CPU_BITS + TAG_BITS) | cpu_field << TAG_BITS | tag_of(hash);
+	CMM_STORE_SHARED(*kept->slot, kept->written);
 }
 
 /* The slot keeps the time's low TIME_BITS (16 ns units, 208 days); the

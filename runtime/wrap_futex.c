@@ -98,18 +98,19 @@ __attribute__((noinline)) static long futex_waitv_call(long a1, long a2, long a3
 	return tdshim_real_syscall(SYS_futex_waitv, a1, a2, a3, a4, a5, a6);
 }
 
-/* Before a wake (whether it wakes anyone is known only after; a stamp
- * that woke nobody is older than any later wait, which ignores it); a
- * clock read does not touch errno. */
-static void stamp_futex_wake(long a1, long a2, long a5)
+/* Before a wake, kept so that a wake that woke nobody (or failed) can
+ * withdraw it: a wait already in progress that the kernel ends otherwise
+ * (a signal, another process) would take it.  A clock read does not touch
+ * errno. */
+static void stamp_futex_wake(long a1, long a2, long a5, struct tdshim_stamp kept[2])
 {
 	int words = futex_woken_words((int)a2 & FUTEX_CMD_MASK);
 
 	if (words == 0 || !tdshim_gathering())
 		return;
-	tdshim_wake_stamp((const void *)a1);
+	tdshim_wake_stamp_keep((const void *)a1, &kept[0]);
 	if (words == 2)
-		tdshim_wake_stamp((const void *)a5);
+		tdshim_wake_stamp_keep((const void *)a5, &kept[1]);
 }
 
 __attribute__((noinline)) static long tracked_syscall(long number, long a1, long a2, long a3, long a4, long a5,
@@ -126,8 +127,14 @@ __attribute__((noinline)) static long tracked_syscall(long number, long a1, long
 		return futex_waitv_call(a1, a2, a3, a4, a5, a6, site);
 	if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
 		return futex_wait_call(a1, a2, a3, a4, a5, a6, site);
-	stamp_futex_wake(a1, a2, a5);
-	return tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
+	struct tdshim_stamp kept[2] = { { 0 }, { 0 } };
+	stamp_futex_wake(a1, a2, a5, kept);
+	long result = tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
+	if (result <= 0) {
+		tdshim_wake_withdraw(&kept[0]);
+		tdshim_wake_withdraw(&kept[1]);
+	}
+	return result;
 }
 
 /*

@@ -75,7 +75,8 @@ void tdshim_probe_mutex_elision(void)
 	pthread_mutex_t probe = PTHREAD_MUTEX_INITIALIZER;
 	bool elided;
 
-	if (!tdshim_real_pthread_mutex_unlock || pthread_mutex_trylock(&probe) != 0)
+	if (!tdshim_real_pthread_mutex_unlock || !tdshim_real_pthread_mutex_trylock ||
+	    tdshim_real_pthread_mutex_trylock(&probe) != 0)
 		return;
 	elided = (CMM_LOAD_SHARED(probe.__data.__kind) & KIND_ELISION) != 0;
 	/* glibc's unlock: the shim's would release the probe inline. */
@@ -126,6 +127,15 @@ static bool fails_without_waiting(const pthread_mutex_t *mutex)
 	       (type == PTHREAD_MUTEX_ERRORCHECK_NP && owner == tdshim_cached_tid());
 }
 
+/* The lock paths' own try of a mutex that is not taken inline: glibc's
+ * (or the next interposer's), never the exported pthread_mutex_trylock,
+ * which counts the program's tries.  The lock paths have ensured init. */
+static inline int try_through_glibc(pthread_mutex_t *mutex)
+{
+	return caa_likely(tdshim_real_pthread_mutex_trylock != NULL) ? tdshim_real_pthread_mutex_trylock(mutex)
+								       : EBUSY;
+}
+
 /* *slept_ns: how long the lock waited, when it did (tracking only). */
 static inline __attribute__((always_inline)) int lock_other_type_timed(pthread_mutex_t *mutex, const void *site,
 									uint64_t *slept_ns)
@@ -133,7 +143,7 @@ static inline __attribute__((always_inline)) int lock_other_type_timed(pthread_m
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_lock);
 	if (fails_without_waiting(mutex))
 		return tdshim_real_pthread_mutex_lock(mutex);
-	int error = pthread_mutex_trylock(mutex);
+	int error = try_through_glibc(mutex);
 	if (error != EBUSY)
 		return error;
 	uint64_t start = slept_ns ? tdshim_now_ns() : 0;
@@ -200,7 +210,7 @@ static int timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_timedlock);
 	if (fails_without_waiting(mutex))
 		return tdshim_real_pthread_mutex_timedlock(mutex, abstime);
-	int error = pthread_mutex_trylock(mutex);
+	int error = try_through_glibc(mutex);
 	if (error != EBUSY)
 		return error;
 	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_mutex_timedlock), mutex);
@@ -212,7 +222,7 @@ static int clocklock(pthread_mutex_t *mutex, clockid_t clock, const struct times
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_clocklock);
 	if (!tdshim_clock_supported(clock) || fails_without_waiting(mutex))
 		return tdshim_real_pthread_mutex_clocklock(mutex, clock, abstime);
-	int error = pthread_mutex_trylock(mutex);
+	int error = try_through_glibc(mutex);
 	if (error != EBUSY)
 		return error;
 	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_mutex_clocklock), mutex);
@@ -251,6 +261,64 @@ TDSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t cloc
 }
 
 /*
+ * pthread_mutex_trylock.  The default mutex is tried here as glibc's
+ * trylock tries it (lll_trylock: one CAS of the word from 0 to 1, then
+ * the owner and one user more; EBUSY when the CAS fails), behind the same
+ * gate as the lock: with tracking off, one load and one compare, and no
+ * call into glibc at all.  Every other type, and every mutex while glibc
+ * elides or another interposer must see the calls, goes to glibc's
+ * trylock unchanged (recursive counts, error checks, robust EOWNERDEAD
+ * and ENOTRECOVERABLE, PI and PP are glibc's to answer).
+ *
+ * Tracked (docs/CONTRACT.md §9): a try that takes the mutex is counted by
+ * its new holder with a plain store, like a lock, and may start a sampled
+ * hold; a try that fails is counted by an atomic add (the holder writes
+ * the other counts meanwhile).  region.h: the stored mutex_try is the
+ * tries that succeeded.
+ */
+static inline int try_untracked(pthread_mutex_t *mutex)
+{
+	if (is_inline_kind(mutex)) {
+		if (uatomic_cmpxchg(&mutex->__data.__lock, 0, 1) != 0)
+			return EBUSY;
+		record_ownership(mutex);
+		return 0;
+	}
+	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_trylock);
+	return tdshim_real_pthread_mutex_trylock(mutex);
+}
+
+__attribute__((noinline)) static int trylock_tracked(pthread_mutex_t *mutex)
+{
+	struct tdstat_sync_entry *entry = tdshim_sync_entry(mutex, TDSTAT_SYNC_MUTEX);
+	int error = try_untracked(mutex);
+
+	if (lock_taken(error))
+		tdshim_sync_locked(entry, TDSHIM_SYNC_mutex_try, 0);
+	else
+		tdshim_sync_add(entry, TDSHIM_SYNC_mutex_try_fail, 1);
+	return error;
+}
+
+__attribute__((noinline)) static int trylock_other_type(pthread_mutex_t *mutex)
+{
+	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex))
+		return trylock_tracked(mutex);
+	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_trylock);
+	return tdshim_real_pthread_mutex_trylock(mutex);
+}
+
+TDSHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t *mutex)
+{
+	if (caa_unlikely(!is_default_mutex(mutex)))
+		return trylock_other_type(mutex);
+	if (caa_unlikely(uatomic_cmpxchg(&mutex->__data.__lock, 0, 1) != 0))
+		return EBUSY;
+	record_ownership(mutex);
+	return 0;
+}
+
+/*
  * Unlock.  The default mutex is released here with glibc's own protocol
  * (the owner field cleared, one user less, the word exchanged to 0 and a
  * waiter woken if it was 2), so its waiters learn the moment of the
@@ -270,11 +338,16 @@ static inline __attribute__((always_inline)) int unlock_through_glibc(pthread_mu
 	unsigned int word = (unsigned int)CMM_LOAD_SHARED(mutex->__data.__lock);
 
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_unlock);
-	/* Before the call: an error (not the owner) wakes nobody, and
-	 * nobody waits from before this moment. */
-	if (word == 2 || (word & FUTEX_WAITERS))
-		tdshim_wake_stamp_if_gathering(mutex);
-	return tdshim_real_pthread_mutex_unlock(mutex);
+	/* Before the call, withdrawn after an error (not the owner): that
+	 * woke nobody, and a waiter the kernel wakes later (its owner died)
+	 * would take it. */
+	struct tdshim_stamp kept = { 0 };
+	if ((word == 2 || (word & FUTEX_WAITERS)) && tdshim_gathering())
+		tdshim_wake_stamp_keep(mutex, &kept);
+	int error = tdshim_real_pthread_mutex_unlock(mutex);
+	if (error)
+		tdshim_wake_withdraw(&kept);
+	return error;
 }
 
 static void unlock_inline(pthread_mutex_t *mutex)

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "thread_db_private.h"
+#include "sync_private.h"
 
 #if !defined(__LP64__)
 #error "the object layouts below are glibc's LP64 ones"
@@ -210,6 +210,41 @@ td_err_e tddb_sync_handle_enter(const td_synchandle_t *sh, struct td_thragent **
 		return TD_BADSH;
 	}
 	return tddb_agent_enter(sh->sh_ta_p, agent);
+}
+
+td_err_e tddb_thread_call_enter(const td_thrhandle_t *th, const void *out, struct td_thragent **agent,
+				struct tddb_thread *thread)
+{
+	uint32_t index;
+	td_err_e err = tddb_thread_handle_enter(th, agent, &index);
+
+	if (err != TD_OK) {
+		*agent = NULL;
+		return err;
+	}
+	if (!out)
+		return TD_ERR;
+	err = tddb_thread_read(*agent, index, thread);
+	if (err == TD_OK && thread->state == TDSTAT_STATE_FREE)
+		err = TD_NOTHR;
+	return err;
+}
+
+td_err_e tddb_sync_call_enter(const td_synchandle_t *sh, const void *out, struct td_thragent **agent,
+			      uint64_t *address, struct tddb_thread_now **threads, uint32_t *count)
+{
+	td_err_e err = tddb_sync_handle_enter(sh, agent);
+
+	*threads = NULL;
+	*count = 0;
+	if (err != TD_OK) {
+		*agent = NULL;
+		return err;
+	}
+	*address = (uint64_t)(uintptr_t)sh->sh_unique;
+	if (!out)
+		return TD_ERR;
+	return tddb_threads_now(*agent, threads, count);
 }
 
 static int object_order(const void *a, const void *b)

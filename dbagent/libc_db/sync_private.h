@@ -59,6 +59,21 @@ td_err_e tddb_sync_find(const struct td_thragent *agent, const struct tddb_sync_
 /* Tracking on or off (the write order of region.h). */
 td_err_e tddb_sync_set_tracking(struct td_thragent *agent, bool on);
 
+/*
+ * The argument checks every handle call of <tdstat/thread_db_sync.h>
+ * starts with, in one place each.  On return *agent is NULL when the
+ * handle was refused (return the error: nothing to leave); otherwise the
+ * agent is entered (the caller leaves it) and the error, if any, is the
+ * call's: TD_ERR for a NULL `out`, TD_DBERR, TD_MALLOC, TD_NOTHR.
+ *   thread calls: the record read into *thread; TD_NOTHR when it is free;
+ *   sync calls:   the object's address, and the threads now (*threads
+ *                 malloc'd: the caller frees it).
+ */
+td_err_e tddb_thread_call_enter(const td_thrhandle_t *th, const void *out, struct td_thragent **agent,
+				struct tddb_thread *thread);
+td_err_e tddb_sync_call_enter(const td_synchandle_t *sh, const void *out, struct td_thragent **agent,
+			      uint64_t *address, struct tddb_thread_now **threads, uint32_t *count);
+
 /* td_sync_type_e of a table type, and the statistics of an entry. */
 uint32_t tddb_sync_td_type(uint32_t type);
 void tddb_sync_stats_of(const struct tddb_sync_block *block, const struct tddb_sync_entry *entry,

@@ -246,6 +246,18 @@ static uint64_t hold_estimate(const struct tddb_sync_entry *entry, uint64_t lock
 	return tddb_saturate_u64((unsigned __int128)entry->hold_sampled_ns * locks / entry->hold_samples);
 }
 
+static uint64_t sum(uint64_t a, uint64_t b)
+{
+	return tddb_saturate_u64((unsigned __int128)a + b);
+}
+
+/* region.h: a try count holds the tries that succeeded; Solaris' field
+ * counts the calls, its _fail field the ones that failed. */
+static uint64_t tries(uint64_t succeeded, uint64_t failed)
+{
+	return sum(succeeded, failed);
+}
+
 void tddb_sync_stats_of(const struct tddb_sync_block *block, const struct tddb_sync_entry *entry,
 			td_syncstats_t *stats)
 {
@@ -258,19 +270,29 @@ void tddb_sync_stats_of(const struct tddb_sync_block *block, const struct tddb_s
 	switch (entry->type) {
 	case TDSTAT_SYNC_MUTEX:
 		TDSTAT_SYNC_MUTEX_COUNTS(FIELD_MUTEX)
-		stats->ss_un.mutex.mutex_hold_time = hold_estimate(entry, stats->ss_un.mutex.mutex_lock);
+		/* Holds begin at a lock or a try that took it (sampled by
+		 * either count), before the tries are made calls below. */
+		stats->ss_un.mutex.mutex_hold_time = hold_estimate(
+			entry, sum(stats->ss_un.mutex.mutex_lock, stats->ss_un.mutex.mutex_try));
+		stats->ss_un.mutex.mutex_try = tries(stats->ss_un.mutex.mutex_try, stats->ss_un.mutex.mutex_try_fail);
 		break;
 	case TDSTAT_SYNC_COND:
 		TDSTAT_SYNC_COND_COUNTS(FIELD_COND)
 		break;
 	case TDSTAT_SYNC_RWLOCK:
 		TDSTAT_SYNC_RWLOCK_COUNTS(FIELD_RWLOCK)
-		stats->ss_un.rwlock.rw_wrlock_hold_time = hold_estimate(entry, stats->ss_un.rwlock.rw_wrlock);
+		stats->ss_un.rwlock.rw_wrlock_hold_time = hold_estimate(
+			entry, sum(stats->ss_un.rwlock.rw_wrlock, stats->ss_un.rwlock.rw_wrlock_try));
+		stats->ss_un.rwlock.rw_rdlock_try =
+			tries(stats->ss_un.rwlock.rw_rdlock_try, stats->ss_un.rwlock.rw_rdlock_try_fail);
+		stats->ss_un.rwlock.rw_wrlock_try =
+			tries(stats->ss_un.rwlock.rw_wrlock_try, stats->ss_un.rwlock.rw_wrlock_try_fail);
 		break;
 	case TDSTAT_SYNC_SEMA:
 		TDSTAT_SYNC_SEMA_COUNTS(FIELD_SEMA)
 		stats->ss_un.sema.sema_min_count = entry->count[TDSTAT_SYNC_SEMA_MIN_INDEX] ?
 							   ~entry->count[TDSTAT_SYNC_SEMA_MIN_INDEX] : 0;
+		stats->ss_un.sema.sema_trywait = tries(stats->ss_un.sema.sema_trywait, stats->ss_un.sema.sema_trywait_fail);
 		break;
 	}
 #undef FIELD_MUTEX

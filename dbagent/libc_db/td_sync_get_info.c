@@ -3,25 +3,20 @@
  * the waits that name it, its state from its own memory. */
 #include <stdlib.h>
 
-#include "thread_db_private.h"
+#include "sync_private.h"
 
 TDDB_EXPORT td_err_e td_sync_get_info(const td_synchandle_t *sh, td_syncinfo_t *si)
 {
-	struct tddb_thread_now *threads = NULL;
+	struct tddb_thread_now *threads;
 	struct tddb_sync_object *objects = NULL;
 	struct td_thragent *agent;
-	uint32_t count = 0, nobjects = 0, type = TD_SYNC_UNKNOWN;
-	uint64_t address;
+	uint32_t count, nobjects = 0, type = TD_SYNC_UNKNOWN;
+	uint64_t address = 0;
 	td_err_e err;
 
-	err = tddb_sync_handle_enter(sh, &agent);
-	if (err != TD_OK)
+	err = tddb_sync_call_enter(sh, si, &agent, &address, &threads, &count);
+	if (!agent)
 		return err;
-	address = (uint64_t)(uintptr_t)sh->sh_unique;
-	if (!si)
-		err = TD_ERR;
-	else
-		err = tddb_threads_now(agent, &threads, &count);
 	if (err == TD_OK)
 		err = tddb_sync_objects(agent, threads, count, &objects, &nobjects);
 	for (uint32_t i = 0; err == TD_OK && i < nobjects; i++)

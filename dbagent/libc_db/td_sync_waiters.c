@@ -4,24 +4,19 @@
  * answer from the callback stops the calls. */
 #include <stdlib.h>
 
-#include "thread_db_private.h"
+#include "sync_private.h"
 
 TDDB_EXPORT td_err_e td_sync_waiters(const td_synchandle_t *sh, td_thr_iter_f *cb, void *cbdata)
 {
-	struct tddb_thread_now *threads = NULL;
+	struct tddb_thread_now *threads;
 	struct td_thragent *agent;
-	uint32_t count = 0;
-	uint64_t address;
+	uint32_t count;
+	uint64_t address = 0;
 	td_err_e err;
 
-	err = tddb_sync_handle_enter(sh, &agent);
-	if (err != TD_OK)
+	err = tddb_sync_call_enter(sh, (const void *)(uintptr_t)cb, &agent, &address, &threads, &count);
+	if (!agent)
 		return err;
-	address = (uint64_t)(uintptr_t)sh->sh_unique;
-	if (!cb)
-		err = TD_ERR;
-	else
-		err = tddb_threads_now(agent, &threads, &count);
 	for (uint32_t i = 0; err == TD_OK && i < count; i++) {
 		td_thrhandle_t th = { .th_ta_p = agent, .th_unique = tddb_thread_unique(agent, threads[i].index) };
 

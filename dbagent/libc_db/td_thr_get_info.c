@@ -3,24 +3,17 @@
  * what the thread's record says, the rest zero. */
 #include <string.h>
 
-#include "thread_db_private.h"
+#include "sync_private.h"
 
 TDDB_EXPORT td_err_e td_thr_get_info(const td_thrhandle_t *th, td_thrinfo_t *infop)
 {
 	struct td_thragent *agent;
 	struct tddb_thread thread;
-	uint32_t index;
 	td_err_e err;
 
-	err = tddb_thread_handle_enter(th, &agent, &index);
-	if (err != TD_OK)
+	err = tddb_thread_call_enter(th, infop, &agent, &thread);
+	if (!agent)
 		return err;
-	if (!infop)
-		err = TD_ERR;
-	else
-		err = tddb_thread_read(agent, index, &thread);
-	if (err == TD_OK && thread.state == TDSTAT_STATE_FREE)
-		err = TD_NOTHR;
 	if (err == TD_OK) {
 		memset(infop, 0, sizeof(*infop));
 		infop->ti_ta_p = agent;

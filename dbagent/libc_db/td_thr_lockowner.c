@@ -4,7 +4,7 @@
  * object's own memory, is the thread's kernel thread id. */
 #include <stdlib.h>
 
-#include "thread_db_private.h"
+#include "sync_private.h"
 
 TDDB_EXPORT td_err_e td_thr_lockowner(const td_thrhandle_t *th, td_sync_iter_f *cb, void *cbdata)
 {
@@ -12,17 +12,14 @@ TDDB_EXPORT td_err_e td_thr_lockowner(const td_thrhandle_t *th, td_sync_iter_f *
 	struct tddb_sync_object *objects = NULL;
 	struct td_thragent *agent;
 	struct tddb_thread thread;
-	uint32_t index, count = 0, nobjects = 0;
+	uint32_t count = 0, nobjects = 0;
 	td_err_e err;
 
-	err = tddb_thread_handle_enter(th, &agent, &index);
-	if (err != TD_OK)
+	err = tddb_thread_call_enter(th, (const void *)(uintptr_t)cb, &agent, &thread);
+	if (!agent)
 		return err;
-	if (!cb)
-		err = TD_ERR;
-	else
-		err = tddb_thread_read(agent, index, &thread);
-	if (err == TD_OK && (thread.state == TDSTAT_STATE_FREE || thread.tid <= 0))
+	/* A record being claimed has no owner's tid yet: nothing it holds. */
+	if (err == TD_OK && thread.tid <= 0)
 		err = TD_NOTHR;
 	if (err == TD_OK)
 		err = tddb_threads_now(agent, &threads, &count);

@@ -2,27 +2,21 @@
 /* Solaris' td_thr_sleepinfo: the mutex, rwlock, condvar or semaphore a
  * tracked thread is blocked on now, from its record (docs/CONTRACT.md
  * §9); TD_ERR and a zeroed handle when it is blocked on none. */
-#include "thread_db_private.h"
+#include "sync_private.h"
 
 TDDB_EXPORT td_err_e td_thr_sleepinfo(const td_thrhandle_t *th, td_synchandle_t *sh)
 {
 	struct td_thragent *agent;
 	struct tddb_thread thread;
-	uint32_t index;
 	td_err_e err;
 
-	err = tddb_thread_handle_enter(th, &agent, &index);
-	if (err != TD_OK)
+	err = tddb_thread_call_enter(th, sh, &agent, &thread);
+	if (!agent)
 		return err;
-	if (!sh) {
-		tddb_agent_leave(agent);
-		return TD_ERR;
+	if (sh) {
+		sh->sh_ta_p = NULL;
+		sh->sh_unique = 0;
 	}
-	err = tddb_thread_read(agent, index, &thread);
-	if (err == TD_OK && thread.state == TDSTAT_STATE_FREE)
-		err = TD_NOTHR;
-	sh->sh_ta_p = NULL;
-	sh->sh_unique = 0;
 	if (err == TD_OK) {
 		struct tddb_thread_now now = {
 			.state = thread.state,

@@ -337,9 +337,13 @@ struct tdstat_region_header {
  * The table: open addressing keyed by `key` (the object's address with
  * its type in the low three bits), `capacity` entries (a power of two),
  * claimed by CAS from 0 at the first tracked call on the object; a probe
- * goes at most `probes` entries from the object's hash.  A call on an
- * object that finds no entry is counted in `overflow` (calls, not
- * objects), never a crash.  Entries are never freed (a process that
+ * goes at most `probes` entries from the object's hash.  A lookup that
+ * finds no entry is counted in `overflow`, never a crash: once each time
+ * a thread turns to such an object (the thread remembers the last object
+ * it looked up, found or not, so its next calls on it are neither looked
+ * up nor counted again until it turns to another).  One thread's
+ * objects are thus each counted once however often it calls them; a
+ * thread that alternates between objects counts each return.  Entries are never freed (a process that
  * makes and destroys objects without end fills the table: overflow).
  *
  * Counters are 64-bit words updated in place: by an atomic add, or, for
@@ -387,7 +391,12 @@ enum tdstat_sync_type {
 	X(RWLOCK, rw_wrlock_try, 8)                  \
 	X(RWLOCK, rw_wrlock_try_fail, 9)
 /* sema_max_count is stored as is, sema_min_count as its complement (0:
- * never seen); both only grow. */
+ * never seen); both only grow.  The try counts (mutex_try, rw_rdlock_try,
+ * rw_wrlock_try, sema_trywait) hold the tries that succeeded (a mutex's
+ * and a write lock's are then written by the new holder alone, as its
+ * lock count); Solaris' counts of calls are each plus its _fail count,
+ * which a reader adds.  A hold starts at a lock or at a try that took the
+ * object: a reader scales the sampled holds by the two together. */
 #define TDSTAT_SYNC_SEMA_COUNTS(X)                   \
 	X(SEMA, sema_wait, 0)                        \
 	X(SEMA, sema_wait_sleep, 1)                  \
@@ -441,7 +450,7 @@ struct tdstat_sync_header {
 	uint64_t reserved1[5];
 	/* line 2: written on claims and overflows */
 	uint64_t used;            /* entries claimed */
-	uint64_t overflow;        /* calls on objects that found no entry */
+	uint64_t overflow;        /* lookups that found no entry (see above) */
 	uint64_t reserved2[6];
 };
 

@@ -33,7 +33,8 @@
  * table.  An address it knows nothing of is TD_SYNC_UNKNOWN.  Condvars
  * and semaphores have waiters but no owner.
  *
- * These calls are in version node TDSTAT_1.3 of libc_db.so.  MT-safe as
+ * These calls are in version node TDSTAT_1.3 of libc_db.so (td_ta_sync_table
+ * too: it joined before the node was released).  MT-safe as
  * the rest; callbacks run in the caller's thread after libc_db has read
  * what it hands out, and may call libc_db on the same agent.
  */
@@ -173,6 +174,27 @@ typedef struct td_syncstats {
 } td_syncstats_t;
 
 /*
+ * The tracking table as a whole (td_ta_sync_table()): how many objects it
+ * can hold, how many it holds, and how many calls found no room in it.
+ * The table is fixed in size (4,096 entries in this shim) and its entries
+ * are never freed while the process lives, so once it is full the objects
+ * a program uses afterwards are not tracked: their calls are counted
+ * nowhere, and st_overflow counts the lookups that found no room, once
+ * each time a thread turns to such an object (its next calls on the same
+ * object are not looked up again): one thread's untracked objects count
+ * once each; a thread that alternates between two counts each return.
+ */
+typedef struct td_sync_table {
+	uint32_t st_capacity;           /* entries: objects the table can hold */
+	uint32_t st_probes;             /* entries a lookup tries from the object's hash */
+	uint64_t st_used;               /* entries claimed: objects tracked */
+	uint64_t st_overflow;           /* lookups that found no entry: objects not tracked */
+	uint32_t st_tracking;           /* non-zero: tracking is on */
+	uint32_t st_pad;                /* 0 */
+	uint64_t st_spare[4];           /* 0: room to grow */
+} td_sync_table_t;
+
+/*
  * Turns per-object tracking on (non-zero) or off in the target, by writing
  * its control block as td_ta_enable_stats does.  Errors: TD_BADTA,
  * TD_DBERR (a ps_* routine failed), TD_NOCAPAB (the shim in the target has
@@ -187,6 +209,14 @@ extern td_err_e td_ta_sync_tracking_enable(const td_thragent_t *__ta, int __on_o
  * TD_MALLOC.
  */
 extern td_err_e td_ta_sync_iter(const td_thragent_t *__ta, td_sync_iter_f *__cb, void *__cbdata);
+
+/*
+ * The tracking table's capacity, use and overflow (td_sync_table_t), with
+ * tracking on or off (what was counted while on stays).  Errors:
+ * TD_BADTA, TD_ERR (table NULL), TD_DBERR, TD_NOCAPAB (the shim in the
+ * target has no tracking table).
+ */
+extern td_err_e td_ta_sync_table(const td_thragent_t *__ta, td_sync_table_t *__table);
 
 /*
  * The object's type, address and state now (see td_syncinfo_t).

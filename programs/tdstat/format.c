@@ -86,6 +86,12 @@ void tdstat_output_sync_stats(struct tdstat_output *output, const struct tdstat_
 		output->format->sync_stats(output, row);
 }
 
+void tdstat_output_sync_table(struct tdstat_output *output, const struct tdstat_sync_table_row *row)
+{
+	if (output->format->sync_table)
+		output->format->sync_table(output, row);
+}
+
 void tdstat_output_deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles,
 			     size_t count)
 {

@@ -16,6 +16,8 @@
  *     tdstat_output_deadlocks            -w: the cycles of the wait-for graph (once,
  *                                        after the sync rows, also when there are none)
  *     tdstat_output_sync_stats           -s: a tracked object's row (no line)
+ *     tdstat_output_sync_table           -s: the tracking table's use and overflow,
+ *                                        after the process's rows
  *   tdstat_output_end                    the moment is complete
  *   tdstat_output_summary                run: the whole run, at its end
  *
@@ -56,6 +58,7 @@ struct tdstat_object_row; /* -w */
 struct tdstat_sync_row;   /* -w, the wait-for graph */
 struct tdstat_deadlock;
 struct tdstat_sync_stats_row; /* -s */
+struct tdstat_sync_table_row; /* -s */
 struct tdstat_output;
 
 struct tdstat_format {
@@ -68,6 +71,7 @@ struct tdstat_format {
 	void (*object)(struct tdstat_output *output, const struct tdstat_object_row *row);
 	void (*sync)(struct tdstat_output *output, const struct tdstat_sync_row *row);
 	void (*sync_stats)(struct tdstat_output *output, const struct tdstat_sync_stats_row *row);
+	void (*sync_table)(struct tdstat_output *output, const struct tdstat_sync_table_row *row);
 	void (*deadlocks)(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles,
 			  size_t count);
 	void (*end)(struct tdstat_output *output);
@@ -106,6 +110,7 @@ void tdstat_output_thread(struct tdstat_output *output, const struct tdstat_thre
 void tdstat_output_object(struct tdstat_output *output, const struct tdstat_object_row *row);
 void tdstat_output_sync(struct tdstat_output *output, const struct tdstat_sync_row *row);
 void tdstat_output_sync_stats(struct tdstat_output *output, const struct tdstat_sync_stats_row *row);
+void tdstat_output_sync_table(struct tdstat_output *output, const struct tdstat_sync_table_row *row);
 void tdstat_output_deadlocks(struct tdstat_output *output, pid_t pid, const struct tdstat_deadlock *cycles,
 			     size_t count);
 /* The graph's rows, then its deadlocks. */

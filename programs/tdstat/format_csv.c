@@ -29,12 +29,18 @@ static bool tables(const struct tdstat_output *output)
 	X(run_queue) X(kind) X(waiting) X(ended) X(owner_tid) X(owner_name) X(waiters) X(deadlock)
 
 /* -s: pid, object, address, type, sleep_ns, then every type's fields
- * (empty for the other types). */
+ * (empty for the other types), then the table's columns, which only the
+ * last row of a process, of type "table", fills. */
+#define SYNC_TABLE_COLUMNS(X) X(capacity) X(used) X(overflow)
+
 static void sync_heading(FILE *out)
 {
 	fputs("pid,object,address,type,sleep_ns", out);
 #define COLUMN(type, member, name) fputs("," #name, out);
 	TDSTAT_SYNC_FIELDS(COLUMN)
+#undef COLUMN
+#define COLUMN(name) fputs("," #name, out);
+	SYNC_TABLE_COLUMNS(COLUMN)
 #undef COLUMN
 	fputs("\r\n", out);
 }
@@ -292,7 +298,23 @@ static void sync_stats_row(struct tdstat_output *output, const struct tdstat_syn
 		fputc(',', out);
 	TDSTAT_SYNC_FIELDS(FIELD)
 #undef FIELD
+#define EMPTY(name) fputc(',', out);
+	SYNC_TABLE_COLUMNS(EMPTY)
+#undef EMPTY
 	fputs("\r\n", out);
+}
+
+/* -s: the row of type "table": pid, the table's columns, nothing else. */
+static void sync_table_row(struct tdstat_output *output, const struct tdstat_sync_table_row *row)
+{
+	FILE *out = output->out;
+
+	fprintf(out, "%d,,,table,", (int)row->pid);
+#define EMPTY(type_, member, name) fputc(',', out);
+	TDSTAT_SYNC_FIELDS(EMPTY)
+#undef EMPTY
+	fprintf(out, ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 "\r\n", row->table.st_capacity, row->table.st_used,
+		row->table.st_overflow);
 }
 
 const struct tdstat_format tdstat_format_csv_row = {
@@ -303,6 +325,7 @@ const struct tdstat_format tdstat_format_csv_row = {
 	.object = object,
 	.sync = sync_row,
 	.sync_stats = sync_stats_row,
+	.sync_table = sync_table_row,
 	.deadlocks = deadlocks,
 	.summary = process,
 };

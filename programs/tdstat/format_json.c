@@ -194,6 +194,19 @@ static void sync_stats_row(struct tdstat_output *output, const struct tdstat_syn
 	fputs("}\n", out);
 }
 
+/* -s: {"pid","sync_table":{"capacity","probes","used","overflow",
+ * "tracking"}}, after the object lines (a line with no "object"). */
+static void sync_table_row(struct tdstat_output *output, const struct tdstat_sync_table_row *row)
+{
+	const td_sync_table_t *table = &row->table;
+
+	fprintf(output->out,
+		"{\"pid\":%d,\"sync_table\":{\"capacity\":%" PRIu32 ",\"probes\":%" PRIu32 ",\"used\":%" PRIu64
+		",\"overflow\":%" PRIu64 ",\"tracking\":%s}}\n",
+		(int)row->pid, table->st_capacity, table->st_probes, table->st_used, table->st_overflow,
+		table->st_tracking ? "true" : "false");
+}
+
 const struct tdstat_format tdstat_format_json_row = {
 	.name = "json",
 	.process = process,
@@ -201,6 +214,7 @@ const struct tdstat_format tdstat_format_json_row = {
 	.object = object,
 	.sync = sync_row,
 	.sync_stats = sync_stats_row,
+	.sync_table = sync_table_row,
 	.deadlocks = deadlocks,
 	.summary = process,
 };

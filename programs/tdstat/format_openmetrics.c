@@ -92,6 +92,9 @@ struct moment {
 	/* -s and serve: the tracked objects' statistics. */
 	struct tdstat_sync_stats_row *sync_stats;
 	size_t sync_stats_count, sync_stats_capacity;
+	/* ... and their tables' use and overflow. */
+	struct tdstat_sync_table_row *sync_tables;
+	size_t sync_table_count, sync_table_capacity;
 };
 
 /* Appends one element to a growing array; false when out of memory. */
@@ -128,6 +131,7 @@ static void begin(struct tdstat_output *output)
 	moment->object_count = 0;
 	moment->sync_count = 0;
 	moment->sync_stats_count = 0;
+	moment->sync_table_count = 0;
 	moment->deadlock_count = 0;
 }
 
@@ -199,6 +203,15 @@ static void sync_stats_row(struct tdstat_output *output, const struct tdstat_syn
 	struct moment *moment = output->state;
 
 	if (moment && !append((void **)&moment->sync_stats, &moment->sync_stats_count, &moment->sync_stats_capacity,
+			      sizeof(*row), row))
+		output->failed = true;
+}
+
+static void sync_table_row(struct tdstat_output *output, const struct tdstat_sync_table_row *row)
+{
+	struct moment *moment = output->state;
+
+	if (moment && !append((void **)&moment->sync_tables, &moment->sync_table_count, &moment->sync_table_capacity,
 			      sizeof(*row), row))
 		output->failed = true;
 }
@@ -526,6 +539,41 @@ static void sync_samples(struct tdstat_output *output, const struct moment *mome
 #undef FAMILY
 }
 
+/* The tracking tables: capacity and use (gauges), overflow (a counter of
+ * lookups that found no room, which only grows while the
+ * process lives). */
+static void sync_table_samples(struct tdstat_output *output, const struct moment *moment)
+{
+	static const struct {
+		const char *name, *help;
+		bool counter;
+	} table_families[] = {
+		{ "capacity", "Objects the per-object tracking table can hold.", false },
+		{ "used", "Objects the per-object tracking table holds (tracked objects).", false },
+		{ "overflow", "Lookups of objects the tracking table had no room for (objects not tracked).", true },
+	};
+	FILE *out = output->out;
+
+	for (size_t f = 0; f < sizeof(table_families) / sizeof(table_families[0]); f++) {
+		const char *total = table_families[f].counter ? "_total" : "";
+
+		if (table_families[f].counter)
+			fprintf(out, "# TYPE tdstat_sync_table_%s%s counter\n", table_families[f].name,
+				output->prometheus_text ? "_total" : "");
+		else
+			fprintf(out, "# TYPE tdstat_sync_table_%s gauge\n", table_families[f].name);
+		fprintf(out, "# HELP tdstat_sync_table_%s%s %s\n", table_families[f].name,
+			table_families[f].counter && output->prometheus_text ? "_total" : "", table_families[f].help);
+		for (size_t i = 0; i < moment->sync_table_count; i++) {
+			const td_sync_table_t *table = &moment->sync_tables[i].table;
+			uint64_t value = f == 0 ? table->st_capacity : f == 1 ? table->st_used : table->st_overflow;
+
+			fprintf(out, "tdstat_sync_table_%s%s{pid=\"%d\"} %" PRIu64 "\n", table_families[f].name, total,
+				(int)moment->sync_tables[i].pid, value);
+		}
+	}
+}
+
 static void end(struct tdstat_output *output)
 {
 	const struct moment *moment = output->state;
@@ -554,6 +602,8 @@ static void end(struct tdstat_output *output)
 		table_samples(output, moment);
 	if (moment && moment->sync_stats_count)
 		sync_samples(output, moment);
+	if (moment && moment->sync_table_count)
+		sync_table_samples(output, moment);
 	if (!output->prometheus_text)
 		fputs("# EOF\n", out);
 }
@@ -568,6 +618,7 @@ static void close_output(struct tdstat_output *output)
 		free(moment->objects);
 		free(moment->syncs);
 		free(moment->sync_stats);
+		free(moment->sync_tables);
 		free(moment->deadlocks);
 	}
 	free(moment);
@@ -581,6 +632,7 @@ const struct tdstat_format tdstat_format_openmetrics_row = {
 	.object = object,
 	.sync = sync_row,
 	.sync_stats = sync_stats_row,
+	.sync_table = sync_table_row,
 	.deadlocks = deadlocks,
 	.end = end,
 	.summary = process,

@@ -457,6 +457,22 @@ static void sync_stats_row(struct tdstat_output *output, const struct tdstat_syn
 	fputc('\n', out);
 }
 
+/* -s: one line when the table overflowed, with what to do (nothing
+ * otherwise: a full table is not news until an object found no room). */
+static void sync_table_row(struct tdstat_output *output, const struct tdstat_sync_table_row *row)
+{
+	const td_sync_table_t *table = &row->table;
+
+	if (table->st_overflow == 0)
+		return;
+	fprintf(output->out,
+		"overflow: %" PRIu64 " lookups found no room in the table (%" PRIu32 " entries, %" PRIu64
+		" used): those objects are not tracked (a thread counts each once, again when it comes back "
+		"to one after another); entries are never freed: start the program again and turn tracking "
+		"on (tdstat sync enable PID) only for the part to study\n",
+		table->st_overflow, table->st_capacity, table->st_used);
+}
+
 const struct tdstat_format tdstat_format_text_row = {
 	.name = "text",
 	.start = start,
@@ -465,6 +481,7 @@ const struct tdstat_format tdstat_format_text_row = {
 	.object = object,
 	.sync = sync_row,
 	.sync_stats = sync_stats_row,
+	.sync_table = sync_table_row,
 	.deadlocks = deadlocks,
 	.end = end,
 	.summary = summary,

@@ -169,6 +169,7 @@ struct scrape_context {
 static void keep_sync_rows(struct tdstat_output *output, const td_thragent_t *agent, pid_t pid)
 {
 	struct tdstat_sync_stats_row *rows = NULL;
+	struct tdstat_sync_table_row table;
 	struct tdstat_symbolizer *symbolizer;
 	size_t count = 0;
 
@@ -180,15 +181,15 @@ static void keep_sync_rows(struct tdstat_output *output, const td_thragent_t *ag
 	}
 	symbolizer = tdstat_symbolizer_open(pid);
 	for (size_t i = 0; i < count && i < SERVE_SYNC_TOP; i++) {
-		tdstat_object_name(symbolizer, pid, rows[i].type == TD_SYNC_COND     ? TDSTAT_WAIT_COND
-						    : rows[i].type == TD_SYNC_RWLOCK ? TDSTAT_WAIT_RWLOCK
-						    : rows[i].type == TD_SYNC_SEMA   ? TDSTAT_WAIT_SEM
-										     : TDSTAT_WAIT_MUTEX,
-				   rows[i].object, rows[i].object_name, sizeof(rows[i].object_name));
+		tdstat_object_name(symbolizer, pid, tdstat_sync_wait_kind(rows[i].type), rows[i].object,
+				   rows[i].object_name, sizeof(rows[i].object_name));
 		tdstat_output_sync_stats(output, &rows[i]);
 	}
 	free(rows);
 	tdstat_symbolizer_close(symbolizer);
+	/* The table's use and overflow: every object, not only the top. */
+	if (tdstat_sync_table(agent, pid, &table) == TD_OK)
+		tdstat_output_sync_table(output, &table);
 }
 
 static void keep_line(const struct tdstat_interval *line, void *context)

@@ -2,7 +2,8 @@
 /*
  * `-s`: per-object statistics (Solaris' td_sync_get_stats, tracking on),
  * one row per tracked object, heaviest first by sleep time (the time
- * threads spent blocked on it), named as -w names objects; and
+ * threads spent blocked on it), named as -w names objects, then the
+ * table's use and overflow (td_ta_sync_table); and
  * `tdstat sync enable|disable PID`.  Everything through libc_db.
  */
 #include "format.h"
@@ -11,7 +12,7 @@
 #include <string.h>
 
 /* The wait kind an object's name is looked up as (-w's names). */
-static int wait_kind_of(uint32_t type)
+int tdstat_sync_wait_kind(uint32_t type)
 {
 	switch (type) {
 	case TD_SYNC_COND:
@@ -112,7 +113,7 @@ td_err_e tdstat_sync_rows(const td_thragent_t *agent, pid_t pid, struct tdstat_s
 		row->object = list.items[i];
 		row->type = row->stats.ss_info.si_type;
 		row->sleep_ns = sleep_of(&row->stats);
-		tdstat_object_name(symbolizer, pid, wait_kind_of(row->type), row->object, row->object_name,
+		tdstat_object_name(symbolizer, pid, tdstat_sync_wait_kind(row->type), row->object, row->object_name,
 				   sizeof(row->object_name));
 		count++;
 	}
@@ -128,14 +129,23 @@ td_err_e tdstat_sync_rows(const td_thragent_t *agent, pid_t pid, struct tdstat_s
 	return TD_OK;
 }
 
+td_err_e tdstat_sync_table(const td_thragent_t *agent, pid_t pid, struct tdstat_sync_table_row *row)
+{
+	row->pid = pid;
+	return td_ta_sync_table(agent, &row->table);
+}
+
 int tdstat_sync_print(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
 		      const struct tdstat_format *format, const char *what)
 {
 	struct tdstat_sync_stats_row *rows = NULL;
+	struct tdstat_sync_table_row table;
 	struct tdstat_output output;
 	size_t count = 0;
 	td_err_e err = tdstat_sync_rows(agent, pid, symbolizer, &rows, &count);
 
+	if (err == TD_OK)
+		err = tdstat_sync_table(agent, pid, &table);
 	if (err == TD_NOCAPAB) {
 		tdstat_error("%s: per-object tracking is off (turn it on with `tdstat sync enable PID` or "
 			     "TDSTAT_SYNC_TRACKING=1), or its shim has none",
@@ -152,6 +162,7 @@ int tdstat_sync_print(const td_thragent_t *agent, pid_t pid, struct tdstat_symbo
 	tdstat_output_begin(&output);
 	for (size_t i = 0; i < count; i++)
 		tdstat_output_sync_stats(&output, &rows[i]);
+	tdstat_output_sync_table(&output, &table);
 	tdstat_output_end(&output);
 	tdstat_output_close(&output);
 	free(rows);

@@ -240,6 +240,13 @@ struct tdstat_sync_stats_row {
 	td_syncstats_t stats;
 };
 
+/* -s and serve, after the rows: the tracking table as a whole
+ * (td_ta_sync_table): its capacity, use and overflow. */
+struct tdstat_sync_table_row {
+	pid_t pid;
+	td_sync_table_t table;
+};
+
 /* Prints "tdstat: <message>\n" on stderr: every error is one such line. */
 void tdstat_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
@@ -368,7 +375,13 @@ void tdstat_deadlock_text(const struct tdstat_deadlock *cycle, char *text, size_
  * *rows is malloc'd.  TD_NOCAPAB: tracking off or no table. */
 td_err_e tdstat_sync_rows(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
 			  struct tdstat_sync_stats_row **rows, size_t *count);
-/* Prints the rows of a target (-s), in `format`; the exit status. */
+/* The table's capacity, use and overflow (td_ta_sync_table). */
+td_err_e tdstat_sync_table(const td_thragent_t *agent, pid_t pid, struct tdstat_sync_table_row *row);
+/* The wait kind an object of td_sync_type_e `type` is named as (-w's
+ * names, tdstat_object_name). */
+int tdstat_sync_wait_kind(uint32_t type);
+/* Prints the rows of a target (-s), in `format`, then the table's line;
+ * the exit status. */
 int tdstat_sync_print(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
 		      const struct tdstat_format *format, const char *what);
 /* tdstat sync enable|disable PID. */

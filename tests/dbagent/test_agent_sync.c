@@ -153,6 +153,45 @@ Test(agent_sync, statistics_by_solaris_names)
 	finish();
 }
 
+/* region.h: a try count holds the tries that succeeded; Solaris' count of
+ * calls adds the failed ones, and holds begin at tries that took the
+ * object as well as at locks. */
+Test(agent_sync, tries_are_successes_and_failures)
+{
+	td_syncstats_t stats;
+
+	build(true);
+	struct tdstat_sync_entry *mutex = claim(UINT64_C(0x5100), TDSTAT_SYNC_MUTEX);
+	mutex->count[0] = 10; /* mutex_lock */
+	mutex->count[3] = 6;  /* mutex_try: the ones that took it */
+	mutex->count[4] = 4;  /* mutex_try_fail */
+	mutex->hold_samples = 2;
+	mutex->hold_sampled_ns = 100;
+	struct tdstat_sync_entry *rwlock = claim(UINT64_C(0x5200), TDSTAT_SYNC_RWLOCK);
+	rwlock->count[3] = 5; /* rw_rdlock_try */
+	rwlock->count[4] = 1;
+	rwlock->count[8] = 2; /* rw_wrlock_try */
+	rwlock->count[9] = 3;
+	struct tdstat_sync_entry *sema = claim(UINT64_C(0x5300), TDSTAT_SYNC_SEMA);
+	sema->count[3] = 9;   /* sema_trywait */
+	sema->count[4] = UINT64_MAX; /* hostile: the sum saturates */
+	attach();
+	cr_assert_eq(stats_of(UINT64_C(0x5100), &stats), TD_OK);
+	cr_assert_eq(stats.ss_un.mutex.mutex_try, 10);
+	cr_assert_eq(stats.ss_un.mutex.mutex_try_fail, 4);
+	cr_assert_eq(stats.ss_un.mutex.mutex_lock, 10);
+	/* 50 ns a hold, over 10 locks and 6 tries that took it. */
+	cr_assert_eq(stats.ss_un.mutex.mutex_hold_time, 800);
+	cr_assert_eq(stats_of(UINT64_C(0x5200), &stats), TD_OK);
+	cr_assert_eq(stats.ss_un.rwlock.rw_rdlock_try, 6);
+	cr_assert_eq(stats.ss_un.rwlock.rw_rdlock_try_fail, 1);
+	cr_assert_eq(stats.ss_un.rwlock.rw_wrlock_try, 5);
+	cr_assert_eq(stats.ss_un.rwlock.rw_wrlock_try_fail, 3);
+	cr_assert_eq(stats_of(UINT64_C(0x5300), &stats), TD_OK);
+	cr_assert_eq(stats.ss_un.sema.sema_trywait, UINT64_MAX);
+	finish();
+}
+
 /* ss_info also carries the object's state, read from its memory as
  * td_sync_get_info reads it: a mutex locked by tid 4242 past the table.
  * An object whose memory cannot be read (MUTEX_AT) keeps the table's
@@ -185,6 +224,36 @@ Test(agent_sync, info_has_the_objects_state)
 	cr_assert_eq(stats.ss_info.si_state.mutex_locked, 0);
 	cr_assert_eq(stats.ss_info.si_owner_lid, 0);
 	cr_assert_eq(stats.ss_un.mutex.mutex_lock, 10);
+	finish();
+}
+
+/* The table as a whole: capacity, use and overflow from its header, on
+ * or off; a header that claims more entries used than it has says the
+ * capacity. */
+Test(agent_sync, table_capacity_use_and_overflow)
+{
+	td_sync_table_t table;
+
+	build(false);
+	sync_header()->used = 3;
+	sync_header()->overflow = 12345;
+	attach();
+	memset(&table, 0xff, sizeof(table));
+	cr_assert_eq(td_ta_sync_table(agent, &table), TD_OK);
+	cr_assert_eq(table.st_capacity, ENTRIES);
+	cr_assert_eq(table.st_probes, 4);
+	cr_assert_eq(table.st_used, 3);
+	cr_assert_eq(table.st_overflow, 12345);
+	cr_assert_eq(table.st_tracking, 0);
+	cr_assert_eq(table.st_pad, 0);
+	cr_assert_eq(table.st_spare[3], 0);
+	cr_assert_eq(td_ta_sync_table(agent, NULL), TD_ERR);
+	cr_assert_eq(td_ta_sync_table(NULL, &table), TD_BADTA);
+	cr_assert_eq(td_ta_sync_tracking_enable(agent, 1), TD_OK);
+	sync_header()->used = UINT64_MAX;
+	cr_assert_eq(td_ta_sync_table(agent, &table), TD_OK);
+	cr_assert_eq(table.st_tracking, 1);
+	cr_assert_eq(table.st_used, ENTRIES);
 	finish();
 }
 
@@ -254,6 +323,8 @@ static void expect_refused(void)
 	attach();
 	cr_assert_eq(stats_of(MUTEX_AT, &stats), TD_NOCAPAB);
 	cr_assert_eq(td_ta_sync_tracking_enable(agent, 1), TD_NOCAPAB);
+	td_sync_table_t table;
+	cr_assert_eq(td_ta_sync_table(agent, &table), TD_NOCAPAB);
 	cr_assert_eq(td_ta_sync_iter(agent, gather, seen), TD_OK, "the blocked objects only");
 	cr_assert_eq(seen[0], 0);
 	cr_assert_eq(td_ta_get_stats(agent, &process), TD_OK);

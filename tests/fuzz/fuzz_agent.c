@@ -349,8 +349,16 @@ static td_err_e tracking_calls(td_thragent_t *ta, uint8_t op)
 {
 	struct sync_visit visit = { ta, 0 };
 
+	td_sync_table_t table;
+	td_err_e err;
+
 	if (op & 0x20)
 		return td_ta_sync_tracking_enable(ta, op & 1);
+	err = td_ta_sync_table(ta, &table);
+	if (err == TD_OK && table.st_used > table.st_capacity)
+		abort();
+	if (err != TD_NOCAPAB)
+		check_error(err);
 	return td_ta_sync_iter(ta, visit_object, &visit);
 }
 

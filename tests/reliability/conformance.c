@@ -198,6 +198,8 @@ static void mutex_checks(const char *label, int kind, int protocol)
 	expect_error(N("unlock"), pthread_mutex_unlock(&m), 0);
 	if (kind == PTHREAD_MUTEX_ERRORCHECK || kind == PTHREAD_MUTEX_RECURSIVE)
 		expect_error(N("unlock unlocked"), pthread_mutex_unlock(&m), EPERM);
+	expect_error(N("trylock free"), pthread_mutex_trylock(&m), 0);
+	expect_error(N("unlock after trylock"), pthread_mutex_unlock(&m), 0);
 	expect_error(N("timedlock free, past"), pthread_mutex_timedlock(&m, &past), 0);
 	pthread_mutex_unlock(&m);
 	/* POSIX: the time need not be checked when the lock is free */
@@ -316,6 +318,21 @@ static void rwlock_checks(const char *label, int kind)
 	expect_error(N("timedwrlock free, past"), pthread_rwlock_timedwrlock(&l, &past), 0);
 	pthread_rwlock_unlock(&l);
 	expect_error(N("clockrdlock free, clock 12345"), pthread_rwlock_clockrdlock(&l, 12345, &past_mono), EINVAL);
+	/* The tries, interposed since issue 14: free, held by self, held by
+	 * another, each answered as glibc answers. */
+	expect_error(N("tryrdlock free"), pthread_rwlock_tryrdlock(&l), 0);
+	expect_error(N("tryrdlock again"), pthread_rwlock_tryrdlock(&l), 0);
+	expect_error(N("trywrlock while read-held by self"), pthread_rwlock_trywrlock(&l), EBUSY);
+	expect_error(N("tryrdlock while read-held by self, another thread"), in_other_thread(rdlock_it, &l), 0);
+	pthread_rwlock_unlock(&l);
+	pthread_rwlock_unlock(&l);
+	pthread_rwlock_unlock(&l);
+	expect_error(N("trywrlock free"), pthread_rwlock_trywrlock(&l), 0);
+	expect_error(N("trywrlock by the writer"), pthread_rwlock_trywrlock(&l), EBUSY);
+	expect_error(N("tryrdlock by the writer"), pthread_rwlock_tryrdlock(&l), EBUSY);
+	expect_error(N("unlock after trywrlock"), pthread_rwlock_unlock(&l), 0);
+	expect_error(N("trywrlock free again"), pthread_rwlock_trywrlock(&l), 0);
+	expect_error(N("unlock after trywrlock again"), pthread_rwlock_unlock(&l), 0);
 	pthread_rwlock_destroy(&l);
 	pthread_rwlockattr_destroy(&attr);
 #undef N
@@ -534,6 +551,8 @@ static void sem_checks(void)
 	EXPECT_ERRNO("sem clockwait 0, clock 12345", sem_clockwait(&s, 12345, &past_mono), -1, EINVAL);
 	EXPECT_ERRNO("sem clockwait 0, CLOCK_MONOTONIC past", sem_clockwait(&s, CLOCK_MONOTONIC, &past_mono), -1, ETIMEDOUT);
 	sem_post(&s);
+	sem_post(&s);
+	EXPECT_ERRNO("sem trywait 2", sem_trywait(&s), 0, 0);
 	sem_post(&s);
 	EXPECT_ERRNO("sem wait 2", sem_wait(&s), 0, 0);
 	EXPECT_ERRNO("sem timedwait 1, tv_nsec 1e9", sem_timedwait(&s, &bad_nsec), -1, EINVAL);

@@ -262,15 +262,23 @@ static int remote_idle(void)
 		printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
 		return 77;
 	}
-	if (!tdstat_run_json(args, &nthreads, &runnable, &window, NULL, &cpu, &wait))
-		return 1;
-	double counted = runnable * window, kernel = cpu + wait;
-	printf("runnable %.3f s; the players' kernel figures: on a CPU %.3f s, waiting for one %.3f s; ratio %.3f\n",
-	       counted, cpu, wait, kernel > 0 ? counted / kernel : 0);
-	if (kernel <= 0.1)
-		rel_fail("no kernel figures (%.3f s): nothing to compare with", kernel);
-	else if (counted < 0.85 * kernel || counted > 1.15 * kernel)
-		rel_fail("runnable %.3f s against the kernel's %.3f s: outside 15%%", counted, kernel);
+	/* Measured again, twice at most, when outside (a loaded machine
+	 * moves one run; the defects moved every run). */
+	for (int attempt = 1; attempt <= 3; attempt++) {
+		if (!tdstat_run_json(args, &nthreads, &runnable, &window, NULL, &cpu, &wait))
+			return 1;
+		double counted = runnable * window, kernel = cpu + wait;
+		printf("runnable %.3f s; the players' kernel figures: on a CPU %.3f s, waiting for one %.3f s; "
+		       "ratio %.3f\n", counted, cpu, wait, kernel > 0 ? counted / kernel : 0);
+		if (kernel <= 0.1) {
+			rel_fail("no kernel figures (%.3f s): nothing to compare with", kernel);
+			break;
+		}
+		if (counted >= 0.85 * kernel && counted <= 1.15 * kernel)
+			return 0;
+		if (attempt == 3)
+			rel_fail("runnable %.3f s against the kernel's %.3f s: outside 15%% in 3 tries", counted, kernel);
+	}
 	return rel_failures ? 1 : 0;
 }
 
