@@ -9,10 +9,15 @@
  * stacks) get no name: the caller prints them as addresses; an address in
  * a module but in no symbol (a stripped library's static function) is
  * named by its file and offset, which addr2line and a debug file resolve.
+ * C++ names are demangled, as gdb and perf show them, by the C++ runtime's
+ * own __cxa_demangle (libstdc++, loaded when a mangled name first shows:
+ * a C program's names never need it; without it the mangled name stays).
  */
 #include "tdstat.h"
 
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -212,6 +217,36 @@ static const char *symbol_at(struct tdstat_symbolizer *symbolizer, uint64_t addr
 
 /* "liblzma.so.5+0x1b5ad": where in its file an address without a symbol
  * lies. */
+typedef char *cxa_demangle_fn(const char *mangled, char *buffer, size_t *length, int *status);
+static cxa_demangle_fn *cxa_demangle;
+static pthread_once_t cxa_demangle_once = PTHREAD_ONCE_INIT;
+
+static void load_cxa_demangle(void)
+{
+	void *runtime = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+
+	if (runtime)
+		cxa_demangle = (cxa_demangle_fn *)dlsym(runtime, "__cxa_demangle");
+}
+
+/* `name` as written, or demangled when it is a C++ name ("_Z..."). */
+static void copy_name(const char *name, char *out, size_t size)
+{
+	if (name[0] == '_' && name[1] == 'Z') {
+		pthread_once(&cxa_demangle_once, load_cxa_demangle);
+		int status = -1;
+		char *plain = cxa_demangle ? cxa_demangle(name, NULL, NULL, &status) : NULL;
+
+		if (plain && status == 0) {
+			snprintf(out, size, "%s", plain);
+			free(plain);
+			return;
+		}
+		free(plain);
+	}
+	snprintf(out, size, "%s", name);
+}
+
 static bool module_offset(Dwfl_Module *module, uint64_t address, char *name, size_t size)
 {
 	Dwarf_Addr start;
@@ -235,10 +270,13 @@ static bool lookup_object(struct tdstat_symbolizer *symbolizer, uint64_t address
 	if (!found)
 		return module_offset(module, address, name, size);
 	/* A lock inside a static struct: where in it. */
-	if (offset)
-		snprintf(name, size, "%s+%" PRIu64, found, (uint64_t)offset);
-	else
-		snprintf(name, size, "%s", found);
+	copy_name(found, name, size);
+	if (offset) {
+		size_t used = strlen(name);
+
+		if (used + 1 < size)
+			snprintf(name + used, size - used, "+%" PRIu64, (uint64_t)offset);
+	}
 	return true;
 }
 
@@ -260,7 +298,7 @@ static bool lookup_caller(struct tdstat_symbolizer *symbolizer, uint64_t return_
 		*function = return_address;
 		return module_offset(module, return_address, name, size);
 	}
-	snprintf(name, size, "%s", found);
+	copy_name(found, name, size);
 	*function = return_address - 1 - offset;
 	return true;
 }

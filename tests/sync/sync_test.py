@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 SKIP = 77
 TIMEOUT = 60
@@ -280,7 +281,39 @@ def scenario_gdb(args):
     return 0
 
 
-SCENARIOS = {"live": scenario_live, "free": scenario_free, "gcore": scenario_gcore, "gdb": scenario_gdb}
+def scenario_cxx(args):
+    """A C++ program (std::mutex members of two global accounts, locked in
+    opposite orders by std::thread workers): the cycle named by the
+    accounts, the callers demangled as gdb and perf show them."""
+    env = clean_environment()
+    env["LD_PRELOAD"] = args.shim
+    env["TDSTAT_ENABLE"] = "1"
+    process = subprocess.Popen([args.target], env=env)
+    try:
+        text = ""
+        for _ in range(20):
+            text = tdstat(args, "-w", "-c", "1", str(process.pid))
+            if "deadlock:" in text:
+                break
+        # Then a line whose window holds the waits (the first may be 10 ms
+        # long, with no idle time yet to name).
+        time.sleep(0.5)
+        text = tdstat(args, "-w", "-c", "1", str(process.pid))
+        print(text)
+        check("deadlock: " in text, "no deadlock line", text)
+        line = [l for l in text.splitlines() if l.startswith("deadlock:")][0]
+        check("mutex checking" in line and "mutex savings" in line,
+              "the cycle does not name both accounts' mutexes", line)
+        check("transfer(Account&, Account&, long)" in text, "the caller is not demangled", text)
+        check("std::thread::join()" in text, "the joiner's caller is not demangled", text)
+        check("_Z" not in text, "a mangled name is left", text)
+    finally:
+        process.kill()
+        process.wait(timeout=TIMEOUT)
+
+
+SCENARIOS = {"live": scenario_live, "free": scenario_free, "gcore": scenario_gcore, "gdb": scenario_gdb,
+             "cxx": scenario_cxx}
 
 
 def main():
