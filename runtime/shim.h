@@ -202,7 +202,11 @@ struct tdshim_stamp {
 };
 void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept);
 void tdshim_wake_withdraw(const struct tdshim_stamp *kept);
-uint64_t tdshim_wake_lookup(const void *object, uint64_t since, bool *remote);
+/* The stamp of `object` after `since` (0: none), and the field naming
+ * its waker's CPU, which tdshim_wake_from_other_cpu() compares with this
+ * thread's. */
+uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu);
+bool tdshim_wake_from_other_cpu(unsigned int waker_cpu);
 /* A wake stamped on another CPU that a waiter returns from sooner than
  * this is dated back from the waiter's return by no more than the CPU a
  * sleep takes (runtime/thread.c says why). */

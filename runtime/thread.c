@@ -432,13 +432,13 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 		 * clamped to it by the change: no clock read here. */
 		return expiry > since ? expiry : 0;
 	}
-	bool remote = false;
+	unsigned int waker_cpu = 0;
 	for (int i = 0; i < 2; i++) {
-		bool from_other_cpu = false;
-		uint64_t stamp = scope->wake_keys[i] ? tdshim_wake_lookup(scope->wake_keys[i], since, &from_other_cpu) : 0;
+		unsigned int cpu = 0;
+		uint64_t stamp = scope->wake_keys[i] ? tdshim_wake_lookup(scope->wake_keys[i], since, &cpu) : 0;
 		if (stamp > since && stamp > woken) {
 			woken = stamp;
-			remote = from_other_cpu;
+			waker_cpu = cpu;
 		}
 	}
 	/* A wake from another CPU that reached this thread within
@@ -451,7 +451,7 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 	 * the kernel counts in the first case, and most of the second (a
 	 * thread queued on a busy CPU waits for it a few microseconds or
 	 * longer than this bound). */
-	if (remote && woken) {
+	if (woken && tdshim_wake_from_other_cpu(waker_cpu)) {
 		uint64_t now = tdshim_stamp_ns();
 		if (now >= woken && now - woken < TDSHIM_REMOTE_WAKE_NS) {
 			uint64_t credit = CMM_LOAD_SHARED(remote_credit_ns);

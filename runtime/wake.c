@@ -86,7 +86,7 @@ void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept)
  * rest comes from `since`, the start of the wait: a stamp of this wait is
  * after it.  One older than `since` (another wait's) lands about 208 days
  * later and is refused with anything past half of that. */
-uint64_t tdshim_wake_lookup(const void *object, uint64_t since, bool *remote)
+uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu)
 {
 	uint64_t hash = mix(object);
 	uint64_t slot = CMM_LOAD_SHARED(wake_slots[hash % WAKE_SLOTS]);
@@ -99,11 +99,15 @@ uint64_t tdshim_wake_lookup(const void *object, uint64_t since, bool *remote)
 
 	if (after > TIME_MASK / 2)
 		return 0;
-	uint64_t cpu_field = slot >> TAG_BITS & ((1u << CPU_BITS) - 1);
+	*waker_cpu = (unsigned int)(slot >> TAG_BITS & ((1u << CPU_BITS) - 1));
+	return (since_units + after) << TIME_SHIFT;
+}
+
+bool tdshim_wake_from_other_cpu(unsigned int waker_cpu)
+{
 	int cpu = tdshim_current_cpu();
 
-	*remote = cpu_field != 0 && cpu >= 0 && cpu_field != 1 + (uint64_t)cpu % ((1u << CPU_BITS) - 1);
-	return (since_units + after) << TIME_SHIFT;
+	return waker_cpu != 0 && cpu >= 0 && waker_cpu != 1 + (unsigned int)cpu % ((1u << CPU_BITS) - 1);
 }
 
 static uint64_t timespec_ns(const struct timespec *time)
