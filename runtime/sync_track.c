@@ -13,16 +13,14 @@
 
 __thread struct tdshim_sync_last tdshim_sync_last TDSHIM_TLS;
 
+/* One store each (sync_track.h says why): a signal handler's lookup in
+ * between replaces the cache whole, never half of it. */
 static struct tdstat_sync_entry *remember(uint64_t key, struct tdstat_sync_entry *entry)
 {
-	/* A signal handler that looks up between the two stores leaves a
-	 * pair that its own next lookup rewrites: the key is written last,
-	 * and cleared first. */
-	tdshim_sync_last.key = 0;
-	cmm_barrier();
-	tdshim_sync_last.entry = entry;
-	cmm_barrier();
-	tdshim_sync_last.key = key;
+	if (entry)
+		CMM_STORE_SHARED(tdshim_sync_last.entry, entry);
+	else
+		CMM_STORE_SHARED(tdshim_sync_last.no_room, key);
 	return entry;
 }
 
@@ -155,6 +153,7 @@ void tdshim_sync_after_fork(void)
 		CMM_STORE_SHARED(sync->header.used, 0);
 	}
 	CMM_STORE_SHARED(sync->header.overflow, 0);
-	tdshim_sync_last.key = 0;
+	CMM_STORE_SHARED(tdshim_sync_last.entry, NULL);
+	CMM_STORE_SHARED(tdshim_sync_last.no_room, 0);
 	CMM_STORE_SHARED(sync->header.control, (((control >> 1) + 1) << 1) | (control & TDSTAT_SYNC_ON));
 }

@@ -30,9 +30,13 @@ static inline uint64_t tdshim_sync_control(void)
  * up the same object.
  * Entries are never freed while the process lives (a fork child's table
  * starts empty, and its one thread forgets: tdshim_sync_after_fork). */
+/* Two caches of one word each, so a signal handler's lookup between a
+ * thread's stores cannot leave a key paired with another object's entry:
+ * an entry is checked against its own key (an entry's key changes only
+ * when the table is emptied), and "no room" is a key alone. */
 struct tdshim_sync_last {
-	uint64_t key;
 	struct tdstat_sync_entry *entry;
+	uint64_t no_room;
 };
 extern __thread struct tdshim_sync_last tdshim_sync_last TDSHIM_TLS;
 
@@ -48,8 +52,12 @@ static inline struct tdstat_sync_entry *tdshim_sync_entry(const void *object, en
 
 	if (!(tdshim_sync_control() & TDSTAT_SYNC_ON))
 		return NULL;
-	if (caa_likely(tdshim_sync_last.key == key))
-		return tdshim_sync_last.entry;
+	struct tdstat_sync_entry *entry = CMM_LOAD_SHARED(tdshim_sync_last.entry);
+
+	if (caa_likely(entry != NULL) && caa_likely(CMM_LOAD_SHARED(entry->key) == key))
+		return entry;
+	if (CMM_LOAD_SHARED(tdshim_sync_last.no_room) == key)
+		return NULL;
 	return tdshim_sync_lookup(key);
 }
 

@@ -312,8 +312,41 @@ def scenario_cxx(args):
         process.wait(timeout=TIMEOUT)
 
 
+def scenario_signals(args):
+    """Tracked tries on two mutexes while a signal handler makes tracked
+    tries on a semaphore without pause (signal_lookups.c): every count
+    exact.  The lookup cache written in two stores charged A's and B's
+    failed tries to C (off by 7-37 in 3,000,000 rounds)."""
+    env = clean_environment()
+    env["LD_PRELOAD"] = args.shim
+    env["TDSTAT_SYNC_TRACKING"] = "1"
+    process = subprocess.Popen([args.target, "1000000"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        ready, _, _ = select.select([process.stdout], [], [], TIMEOUT * 3)
+        line = process.stdout.readline() if ready else ""
+        check(line.startswith("expected "), "signal_lookups did not finish: %r" % line)
+        a_try, a_fail, b_try, b_fail, c_try = map(int, line.split()[1:])
+        check(c_try > 1000, "too few handlers ran to test anything (%d)" % c_try)
+        rows = {}
+        for row in tdstat(args, "-s", "--format", "json", str(process.pid)).splitlines():
+            if row.startswith("{") and '"object"' in row:
+                data = json.loads(row)
+                rows[data["object"]] = data
+        print(line.strip(), {k: {f: v for f, v in r.items() if "try" in f} for k, r in rows.items()})
+        for name, want in (("lookup_a", (a_try, a_fail)), ("lookup_b", (b_try, b_fail))):
+            check(name in rows, "no row for %s" % name, str(rows))
+            got = (rows[name]["mutex_try"], rows[name]["mutex_try_fail"])
+            check(got == want, "%s: tries and failures %s, expected %s" % (name, got, want))
+        check("lookup_c" in rows, "no row for lookup_c", str(rows))
+        got = (rows["lookup_c"]["sema_trywait"], rows["lookup_c"]["sema_trywait_fail"])
+        check(got == (c_try, c_try), "lookup_c: tries and failures %s, expected %s" % (got, (c_try, c_try)))
+    finally:
+        process.kill()
+        process.wait(timeout=TIMEOUT)
+
+
 SCENARIOS = {"live": scenario_live, "free": scenario_free, "gcore": scenario_gcore, "gdb": scenario_gdb,
-             "cxx": scenario_cxx}
+             "cxx": scenario_cxx, "signals": scenario_signals}
 
 
 def main():
