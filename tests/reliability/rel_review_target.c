@@ -207,6 +207,35 @@ static int requeue(void)
 }
 
 /* ---- fast-fail ---- */
+/* The kernel's figures for the calling thread: seconds on a CPU and
+ * waiting for one (0 when schedstat cannot be read). */
+static void own_schedstat(double *cpu, double *wait)
+{
+	unsigned long long run = 0, waited = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &run, &waited) != 2)
+			run = waited = 0;
+		fclose(f);
+	}
+	*cpu = run / 1e9;
+	*wait = waited / 1e9;
+}
+
+/* Pins the calling thread to `cpu` at SCHED_FIFO `priority`: false when
+ * either is not allowed (not root). */
+static bool place_thread(int cpu, int priority)
+{
+	cpu_set_t cpus;
+	struct sched_param param = { .sched_priority = priority };
+
+	CPU_ZERO(&cpus);
+	CPU_SET(cpu, &cpus);
+	return pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus) == 0 &&
+	       pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0;
+}
+
 static double ff_secs, ff_cpu[64], ff_wait[64];
 static double now_s(void)
 {
@@ -224,16 +253,7 @@ static void *ff_spin(void *a)
 		syscall(SYS_futex, &w, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
 		n++;
 	}
-	/* The kernel's figures: time on a CPU, time waiting for one. */
-	unsigned long long run = 0, wait = 0;
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
-	if (f) {
-		if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-			run = wait = 0;
-		fclose(f);
-	}
-	ff_cpu[(int)(long)a] = run / 1e9;
-	ff_wait[(int)(long)a] = wait / 1e9;
+	own_schedstat(&ff_cpu[(int)(long)a], &ff_wait[(int)(long)a]);
 	return (void *)n;
 }
 static int fast_fail(double secs, int n)
@@ -279,23 +299,12 @@ static int sys_exit(void)
 static sem_t pw_sem;
 static volatile int pw_stop;
 
-/* CPU 0 and SCHED_FIFO at `priority` when allowed (root); otherwise the
- * scheduler's wake-up preemption does the same most of the time. */
-static void pw_place(int priority)
-{
-	cpu_set_t cpus;
-	struct sched_param param = { .sched_priority = priority };
-
-	CPU_ZERO(&cpus);
-	CPU_SET(0, &cpus);
-	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
-	pthread_setschedparam(pthread_self(), SCHED_FIFO, &param);
-}
-
+/* CPU 0 and SCHED_FIFO when allowed (root); otherwise the scheduler's
+ * wake-up preemption does the same most of the time. */
 static void *pw_waiter(void *arg)
 {
 	(void)arg;
-	pw_place(2);
+	place_thread(0, 2);
 	while (!pw_stop)
 		sem_wait(&pw_sem);
 	return NULL;
@@ -305,7 +314,7 @@ static int preempting_wakee(void)
 {
 	pthread_t t;
 
-	pw_place(1);
+	place_thread(0, 1);
 	sem_init(&pw_sem, 0, 0);
 	pthread_create(&t, NULL, pw_waiter, NULL);
 	pause_ns(5000000);
@@ -323,21 +332,10 @@ static int preempting_wakee(void)
 static sem_t rb_spin, rb_wait;
 static volatile int rb_stop;
 
-static bool rb_place(int cpu, int priority)
-{
-	cpu_set_t cpus;
-	struct sched_param param = { .sched_priority = priority };
-
-	CPU_ZERO(&cpus);
-	CPU_SET(cpu, &cpus);
-	return pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus) == 0 &&
-	       pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0;
-}
-
 static void *rb_spinner(void *arg)
 {
 	(void)arg;
-	rb_place(1, 3);
+	place_thread(1, 3);
 	while (!rb_stop) {
 		sem_wait(&rb_spin);
 		struct timespec start, now;
@@ -352,7 +350,7 @@ static void *rb_spinner(void *arg)
 static void *rb_waiter(void *arg)
 {
 	(void)arg;
-	rb_place(1, 2);
+	place_thread(1, 2);
 	while (!rb_stop)
 		sem_wait(&rb_wait);
 	return NULL;
@@ -362,7 +360,7 @@ static int remote_busy(void)
 {
 	pthread_t spinner, waiter;
 
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !rb_place(0, 4))
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !place_thread(0, 4))
 		return 77;
 	sem_init(&rb_spin, 0, 0);
 	sem_init(&rb_wait, 0, 0);
@@ -391,7 +389,7 @@ static void *ri_player(void *arg)
 {
 	int me = (int)(long)arg;
 
-	rb_place(me, 2);
+	place_thread(me, 2);
 	while (!ri_stop) {
 		sem_wait(&ri_turn[me]);
 		struct timespec start, now;
@@ -402,15 +400,7 @@ static void *ri_player(void *arg)
 		sem_post(&ri_turn[1 - me]);
 	}
 	sem_post(&ri_turn[1 - me]);
-	unsigned long long run = 0, wait = 0;
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
-	if (f) {
-		if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-			run = wait = 0;
-		fclose(f);
-	}
-	ri_cpu[me] = run / 1e9;
-	ri_wait[me] = wait / 1e9;
+	own_schedstat(&ri_cpu[me], &ri_wait[me]);
 	return NULL;
 }
 
@@ -418,7 +408,7 @@ static int remote_idle(void)
 {
 	pthread_t players[2];
 
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !rb_place(0, 1))
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !place_thread(0, 1))
 		return 77;
 	sem_init(&ri_turn[0], 0, 1);
 	sem_init(&ri_turn[1], 0, 0);
