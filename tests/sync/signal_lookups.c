@@ -8,7 +8,9 @@
  *
  *   signal_lookups N: N rounds of trylock, trylock (fails), unlock on A,
  *   then on B, while another thread sends SIGUSR1 to this one without
- *   pause, whose handler calls sem_trywait on C (at 0: fails).  Prints
+ *   pause, whose handler calls sem_trywait on C (at 0: fails); more
+ *   rounds (up to 50 N) until 5,000 handlers ran, as the kicker may get
+ *   little CPU on a loaded machine.  Prints
  *   "expected A_TRY A_FAIL B_TRY B_FAIL C_TRY" and waits to be killed.
  */
 #include <pthread.h>
@@ -50,7 +52,8 @@ int main(int argc, char **argv)
 	main_tid = (pid_t)syscall(SYS_gettid);
 	sigaction(SIGUSR1, &action, NULL);
 	pthread_create(&thread, NULL, kicker, NULL);
-	for (long i = 0; i < rounds; i++) {
+	long done_rounds = 0;
+	for (; done_rounds < rounds || (atomic_load(&handled) < 5000 && done_rounds < 50 * rounds); done_rounds++) {
 		pthread_mutex_trylock(&lookup_a);
 		pthread_mutex_trylock(&lookup_a);
 		pthread_mutex_unlock(&lookup_a);
@@ -64,7 +67,8 @@ int main(int argc, char **argv)
 	sigset_t all;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
-	printf("expected %ld %ld %ld %ld %ld\n", 2 * rounds, rounds, 2 * rounds, rounds, atomic_load(&handled));
+	printf("expected %ld %ld %ld %ld %ld\n", 2 * done_rounds, done_rounds, 2 * done_rounds, done_rounds,
+	       atomic_load(&handled));
 	fflush(stdout);
 	for (;;)
 		pause();
