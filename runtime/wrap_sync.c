@@ -9,6 +9,9 @@
  * always waits, and a barrier's last arrival is BLOCKED for the instant it
  * takes to wake the others.
  */
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
 #include "shim.h"
 #include "sync_track.h"
 
@@ -627,6 +630,29 @@ static uint32_t semaphore_value(const sem_t *semaphore)
 	return (uint32_t)CMM_LOAD_SHARED(((const struct glibc_semaphore *)semaphore)->data);
 }
 
+/* glibc keeps the futex flag its wake and wait use beside the word: 0
+ * for a process-private semaphore, FUTEX_PRIVATE_FLAG for a shared one
+ * (the flag is XORed into the operation).  The shim's own sleep
+ * (semaphore_wait_sleeping) uses the same flag, so it checks both. */
+#define SEMAPHORE_FUTEX_PRIVATE 0
+#define SEMAPHORE_FUTEX_SHARED FUTEX_PRIVATE_FLAG
+
+static bool probe_semaphore_futex_flags(void)
+{
+	sem_t probe;
+	bool ok;
+
+	if (sem_init(&probe, 0, 0) != 0)
+		return false;
+	ok = ((struct glibc_semaphore *)&probe)->private_futex == SEMAPHORE_FUTEX_PRIVATE;
+	sem_destroy(&probe);
+	if (!ok || sem_init(&probe, 1, 0) != 0)
+		return false;
+	ok = ((struct glibc_semaphore *)&probe)->private_futex == SEMAPHORE_FUTEX_SHARED;
+	sem_destroy(&probe);
+	return ok;
+}
+
 void tdshim_probe_semaphore_layout(void)
 {
 	sem_t probe;
@@ -642,6 +668,7 @@ void tdshim_probe_semaphore_layout(void)
 	ok = ok && sem_post(&probe) == 0 && sem_post(&probe) == 0 && semaphore_value(&probe) == 4;
 	ok = ok && sem_getvalue(&probe, &value) == 0 && value == 4;
 	sem_destroy(&probe);
+	ok = ok && probe_semaphore_futex_flags();
 	semaphore_layout_known = ok;
 	tdshim_sem_wait_inline = ok && !CMM_LOAD_SHARED(tdshim_cancel_requested);
 }
@@ -725,6 +752,101 @@ static bool sem_would_wait(sem_t *semaphore, int *result, bool cancellation_poin
 	return true;
 }
 
+/*
+ * The sleeping half of sem_wait, sem_timedwait and sem_clockwait, done
+ * here on glibc's own word and with glibc's own protocol
+ * (__new_sem_wait_slow64): register as a waiter in the high half, sleep
+ * on the low half while it is 0, take a unit and unregister in one CAS.
+ * sem_post (glibc's or the shim's) sees the same word either way.  Done
+ * here rather than in glibc because only here is it known whether the
+ * thread slept: a waiter preempted before its futex call, or whose value
+ * changed before the kernel queued it, gets EAGAIN and never slept, and
+ * the kernel counted that time as running or runnable, not sleeping.
+ * Each futex call is one wait scope, so BLOCKED covers the sleeps only,
+ * and a waiter woken only to lose the unit to another thread runs
+ * between two of them.
+ *
+ * The futex call is a cancellation point, as glibc's: asynchronous
+ * cancellation is on around it (a pending cancel acts as the type
+ * changes, as in glibc), and a cancel unwinds through the two cleanups,
+ * which end the scope and unregister the waiter (glibc's
+ * __sem_wait_cleanup).
+ */
+#define SEMAPHORE_WAITER (UINT64_C(1) << 32)
+
+static void semaphore_unregister(uint64_t **word)
+{
+	if (*word)
+		uatomic_add(*word, -SEMAPHORE_WAITER);
+}
+
+/* One sleep while the value is 0: 0 (woken, or spuriously), EAGAIN (the
+ * value was no longer 0: never slept), or the error that ends the wait. */
+static int semaphore_sleep(struct glibc_semaphore *semaphore, clockid_t clock, const struct timespec *abstime,
+			   uint32_t kind, const void *site)
+{
+	int operation = (FUTEX_WAIT_BITSET | (clock == CLOCK_REALTIME ? FUTEX_CLOCK_REALTIME : 0) |
+			 FUTEX_PRIVATE_FLAG) ^ semaphore->private_futex;
+	int type = PTHREAD_CANCEL_DEFERRED, error = 0;
+
+	/* The kernel refuses a negative time glibc counts as past. */
+	if (abstime && abstime->tv_sec < 0)
+		return ETIMEDOUT;
+	TDSHIM_SAVE_ERRNO();
+	TDSHIM_WAIT_SCOPE_AT(kind, semaphore, site);
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	if (tdshim_real_syscall(SYS_futex, (long)&semaphore->data, (long)operation, 0L, (long)abstime, 0L,
+				(long)FUTEX_BITSET_MATCH_ANY) != 0)
+		error = errno;
+	pthread_setcanceltype(type, NULL);
+	TDSHIM_RESTORE_ERRNO();
+	tdshim_scope_.never_slept = error == EAGAIN;
+	if (error == ETIMEDOUT) {
+		tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, abstime);
+		tdshim_scope_.timed_out = true;
+	}
+	return error;
+}
+
+static int semaphore_wait_sleeping(sem_t *sem, clockid_t clock, const struct timespec *abstime, uint32_t kind,
+				   const void *site)
+{
+	struct glibc_semaphore *semaphore = (struct glibc_semaphore *)sem;
+	uint64_t *registered __attribute__((cleanup(semaphore_unregister))) = &semaphore->data;
+	uint64_t seen = uatomic_add_return(&semaphore->data, SEMAPHORE_WAITER);
+	int error;
+
+	for (;;) {
+		if ((uint32_t)seen == 0) {
+			error = semaphore_sleep(semaphore, clock, abstime, kind, site);
+			if (error == ETIMEDOUT || error == EINTR || error == EOVERFLOW)
+				break;
+			seen = uatomic_read(&semaphore->data);
+			continue;
+		}
+		uint64_t before = uatomic_cmpxchg(&semaphore->data, seen, seen - 1 - SEMAPHORE_WAITER);
+		if (before == seen) {
+			registered = NULL;
+			return 0;
+		}
+		seen = before;
+	}
+	*tdshim_errno() = error;
+	return -1;
+}
+
+/* The shim sleeps itself when the layout and glibc's futex flags passed
+ * the probe, the system call is at hand and the semaphore's flag is one
+ * of the two glibc writes; otherwise glibc's call, the whole of it one
+ * wait.  A NULL abstime: sem_wait. */
+static bool semaphore_sleeps_here(const sem_t *semaphore)
+{
+	int flag = ((const struct glibc_semaphore *)semaphore)->private_futex;
+
+	return CMM_LOAD_SHARED(semaphore_layout_known) && tdshim_real_syscall &&
+	       (flag == SEMAPHORE_FUTEX_PRIVATE || flag == SEMAPHORE_FUTEX_SHARED);
+}
+
 static inline __attribute__((always_inline)) int sem_wait_passed_through(sem_t *semaphore, const void *site)
 {
 	int value = 0;
@@ -788,7 +910,9 @@ __attribute__((noinline, cold)) static int sem_wait_tracked(sem_t *semaphore, co
 	}
 	TDSHIM_REQUIRE_LIBC(sem_wait);
 	uint64_t start = tdshim_now_ns();
-	{
+	if (semaphore_sleeps_here(semaphore)) {
+		result = semaphore_wait_sleeping(semaphore, CLOCK_REALTIME, NULL, TDSHIM_KIND(sem_wait), site);
+	} else {
 		TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(sem_wait), semaphore, site);
 		result = tdshim_real_sem_wait(semaphore);
 	}
@@ -835,6 +959,8 @@ static inline __attribute__((always_inline)) int sem_wait_inline_untracked(sem_t
 	if (!sem_would_wait(semaphore, &result, true))
 		return result;
 	TDSHIM_REQUIRE_LIBC(sem_wait);
+	if (semaphore_sleeps_here(semaphore))
+		return semaphore_wait_sleeping(semaphore, CLOCK_REALTIME, NULL, TDSHIM_KIND(sem_wait), site);
 	TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(sem_wait), semaphore, site);
 	return tdshim_real_sem_wait(semaphore);
 }
@@ -857,6 +983,9 @@ static inline __attribute__((always_inline)) int sem_timedwait_untracked(sem_t *
 		return tdshim_real_sem_timedwait(semaphore, abstime);
 	if (!sem_would_wait(semaphore, &result, true))
 		return result;
+	if (semaphore_sleeps_here(semaphore))
+		return semaphore_wait_sleeping(semaphore, CLOCK_REALTIME, abstime, TDSHIM_KIND(sem_timedwait),
+					       TDSHIM_CALL_SITE());
 	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(sem_timedwait), semaphore);
 	result = tdshim_real_sem_timedwait(semaphore, abstime);
 	if (result != 0 && *tdshim_errno() == ETIMEDOUT) {
@@ -876,6 +1005,9 @@ static inline __attribute__((always_inline)) int sem_clockwait_untracked(sem_t *
 		return tdshim_real_sem_clockwait(semaphore, clock, abstime);
 	if (!sem_would_wait(semaphore, &result, false))
 		return result;
+	if (semaphore_sleeps_here(semaphore))
+		return semaphore_wait_sleeping(semaphore, clock, abstime, TDSHIM_KIND(sem_clockwait),
+					       TDSHIM_CALL_SITE());
 	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(sem_clockwait), semaphore);
 	result = tdshim_real_sem_clockwait(semaphore, clock, abstime);
 	if (result != 0 && *tdshim_errno() == ETIMEDOUT) {

@@ -908,11 +908,19 @@ static void run_case(const struct wait_case *wait_case, enum treatment treatment
 			pthread_cancel(run->fixture.waiter);
 	}
 	pthread_join(run->fixture.waiter, &value);
+	/* A semaphore's waiter count (glibc's word, high half): a waiter
+	 * that left (cancelled, interrupted, timed out) unregistered itself. */
+	char after[64] = "";
+	if (!strncmp(wait_case->name, "sem_", 4)) {
+		uint64_t word;
+		memcpy(&word, &run->fixture.sem, sizeof(word));
+		snprintf(after, sizeof(after), ", semaphore waiters %u", (unsigned int)(word >> 32));
+	}
 	if (value == PTHREAD_CANCELED)
-		printf("%s %s: cancelled%s\n", treatment_names[treatment], wait_case->name, before);
+		printf("%s %s: cancelled%s%s\n", treatment_names[treatment], wait_case->name, before, after);
 	else
-		printf("%s %s: returned %ld error %s%s\n", treatment_names[treatment], wait_case->name, run->result,
-		       run->error ? strerrorname_np(run->error) : "0", before);
+		printf("%s %s: returned %ld error %s%s%s\n", treatment_names[treatment], wait_case->name, run->result,
+		       run->error ? strerrorname_np(run->error) : "0", before, after);
 	fflush(stdout);
 	/* A waiter cancelled in a condvar wait re-took the mutex and its
 	 * cleanup handler released it; one still holding something leaves it
