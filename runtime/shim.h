@@ -206,6 +206,11 @@ void tdshim_wake_withdraw(const struct tdshim_stamp *kept);
  * its waker's CPU, which tdshim_wake_from_other_cpu() compares with this
  * thread's. */
 uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu);
+/* The same for wakes of exactly one waiter, kept several per object
+ * (runtime/wake.c): the waker's stamp, and the waiter's claim of the
+ * earliest one after `since` that nobody claimed (else the latest). */
+void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept);
+uint64_t tdshim_wake_claim(const void *object, uint64_t since, unsigned int *waker_cpu);
 bool tdshim_wake_from_other_cpu(unsigned int waker_cpu);
 /* A wake stamped on another CPU that a waiter returns from sooner than
  * this is dated back from the waiter's return by no more than the CPU a
@@ -296,6 +301,7 @@ struct tdshim_wait_scope {
 	uint64_t deadline_ns;   /* monotonic; 0: none */
 	uint64_t timeout_ns;    /* or relative to the wait's start; 0: none */
 	bool never_slept;       /* the call returned without sleeping (EAGAIN) */
+	bool claims_stamp;      /* wake_keys[0]'s wakers stamp one waiter each */
 	bool timed_out;         /* the call said its timeout expired */
 	uint64_t sample_cpu_ns; /* a sampled wait: the thread's CPU clock ... */
 	uint64_t sample_wall_ns; /* ... and the monotonic clock at its start */

@@ -435,7 +435,9 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 	unsigned int waker_cpu = 0;
 	for (int i = 0; i < 2; i++) {
 		unsigned int cpu = 0;
-		uint64_t stamp = scope->wake_keys[i] ? tdshim_wake_lookup(scope->wake_keys[i], since, &cpu) : 0;
+		uint64_t stamp = !scope->wake_keys[i]                ? 0
+				 : i == 0 && scope->claims_stamp ? tdshim_wake_claim(scope->wake_keys[i], since, &cpu)
+								 : tdshim_wake_lookup(scope->wake_keys[i], since, &cpu);
 		if (stamp > since && stamp > woken) {
 			woken = stamp;
 			waker_cpu = cpu;

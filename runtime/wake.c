@@ -34,11 +34,29 @@
 #define WAKE_SLOTS 4096u
 #define TAG_BITS 6u
 #define CPU_BITS 8u
+#define CLAIMED_BIT (UINT64_C(1) << (TAG_BITS + CPU_BITS))
 #define TIME_SHIFT 4u
-#define TIME_BITS (64u - CPU_BITS - TAG_BITS)
+#define TIME_BITS (64u - 1u - CPU_BITS - TAG_BITS)
 #define TIME_MASK ((UINT64_C(1) << TIME_BITS) - 1)
+#define TIME_AT (1u + CPU_BITS + TAG_BITS)
 
 static uint64_t wake_slots[WAKE_SLOTS];
+
+/*
+ * Wakes of exactly one waiter (a semaphore post whose FUTEX_WAKE woke
+ * one) are kept apart, several per object: in a contended lock the
+ * waker, still running, takes the unit again and posts again while the
+ * waiter it woke waits for a CPU, and each post wakes the next sleeper.
+ * One slot would hand every woken waiter the newest of those stamps; a
+ * ring of the last RING_ENTRIES (one cache line) lets each waiter claim
+ * the earliest stamp after the start of its sleep that no other waiter
+ * claimed (the claimed bit), which is its own when waiters return in the
+ * order they were woken, and one of its neighbours' otherwise: the sum
+ * stays right.  The waker overwrites the oldest entry.
+ */
+#define CLAIM_RINGS 512u
+#define RING_ENTRIES 8u
+static uint64_t claim_rings[CLAIM_RINGS][RING_ENTRIES] __attribute__((aligned(64)));
 
 static uint64_t mix(const void *object)
 {
@@ -68,17 +86,50 @@ void tdshim_wake_withdraw(const struct tdshim_stamp *kept)
 		uatomic_cmpxchg(kept->slot, kept->written, kept->before);
 }
 
-void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept)
+/* A stamp of now, by this CPU, for the object of `hash`. */
+static uint64_t stamp_word(uint64_t hash, uint64_t now)
 {
-	uint64_t hash = mix(object);
-	uint64_t now = tdshim_stamp_ns();
 	int cpu = tdshim_current_cpu();
 	/* 0: the waker's CPU is not known; else 1 + the CPU modulo 255. */
 	uint64_t cpu_field = cpu < 0 ? 0 : 1 + (uint64_t)cpu % ((1u << CPU_BITS) - 1);
 
+	return ((now >> TIME_SHIFT) & TIME_MASK) << TIME_AT | cpu_field << TAG_BITS | tag_of(hash);
+}
+
+void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept)
+{
+	uint64_t hash = mix(object);
+
 	kept->slot = &wake_slots[hash % WAKE_SLOTS];
 	kept->before = CMM_LOAD_SHARED(*kept->slot);
-	kept->written = ((now >> TIME_SHIFT) & TIME_MASK) << (CPU_BITS + TAG_BITS) | cpu_field << TAG_BITS | tag_of(hash);
+	kept->written = stamp_word(hash, tdshim_stamp_ns());
+	CMM_STORE_SHARED(*kept->slot, kept->written);
+}
+
+static uint64_t *ring_of(uint64_t hash)
+{
+	return claim_rings[(hash >> 32) % CLAIM_RINGS];
+}
+
+void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept)
+{
+	uint64_t hash = mix(object);
+	uint64_t *ring = ring_of(hash);
+	uint64_t now = tdshim_stamp_ns(), now_units = (now >> TIME_SHIFT) & TIME_MASK, oldest_age = 0;
+	unsigned int victim = 0;
+
+	for (unsigned int i = 0; i < RING_ENTRIES; i++) {
+		uint64_t entry = CMM_LOAD_SHARED(ring[i]);
+		uint64_t age = entry ? (now_units - (entry >> TIME_AT)) & TIME_MASK : TIME_MASK;
+
+		if (age >= oldest_age) {
+			oldest_age = age;
+			victim = i;
+		}
+	}
+	kept->slot = &ring[victim];
+	kept->before = CMM_LOAD_SHARED(*kept->slot);
+	kept->written = stamp_word(hash, now);
 	CMM_STORE_SHARED(*kept->slot, kept->written);
 }
 
@@ -86,21 +137,65 @@ void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept)
  * rest comes from `since`, the start of the wait: a stamp of this wait is
  * after it.  One older than `since` (another wait's) lands about 208 days
  * later and is refused with anything past half of that. */
+/* How long after `since` (in time units) the stamp `word` of the object
+ * of `hash` is; 0 when it is another object's, or before `since`. */
+static uint64_t units_after(uint64_t word, uint64_t hash, uint64_t since)
+{
+	if (word == 0 || (word & ((1u << TAG_BITS) - 1)) != tag_of(hash))
+		return 0;
+	uint64_t after = ((word >> TIME_AT) - (since >> TIME_SHIFT)) & TIME_MASK;
+
+	return after > TIME_MASK / 2 ? 0 : after;
+}
+
+static uint64_t stamp_time(uint64_t word, uint64_t since, unsigned int *waker_cpu)
+{
+	*waker_cpu = (unsigned int)(word >> TAG_BITS & ((1u << CPU_BITS) - 1));
+	return ((since >> TIME_SHIFT) + (((word >> TIME_AT) - (since >> TIME_SHIFT)) & TIME_MASK)) << TIME_SHIFT;
+}
+
 uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu)
 {
 	uint64_t hash = mix(object);
 	uint64_t slot = CMM_LOAD_SHARED(wake_slots[hash % WAKE_SLOTS]);
 
-	if (slot == 0 || (slot & ((1u << TAG_BITS) - 1)) != tag_of(hash))
+	if (!units_after(slot, hash, since))
 		return 0;
-	uint64_t units = slot >> (CPU_BITS + TAG_BITS);
-	uint64_t since_units = since >> TIME_SHIFT;
-	uint64_t after = (units - since_units) & TIME_MASK;
+	return stamp_time(slot, since, waker_cpu);
+}
 
-	if (after > TIME_MASK / 2)
-		return 0;
-	*waker_cpu = (unsigned int)(slot >> TAG_BITS & ((1u << CPU_BITS) - 1));
-	return (since_units + after) << TIME_SHIFT;
+uint64_t tdshim_wake_claim(const void *object, uint64_t since, unsigned int *waker_cpu)
+{
+	uint64_t hash = mix(object);
+	uint64_t *ring = ring_of(hash);
+
+	/* A claim lost to another waiter looks again, a few times. */
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t earliest = 0, earliest_after = 0, latest = 0, latest_after = 0;
+		unsigned int at = 0;
+
+		for (unsigned int i = 0; i < RING_ENTRIES; i++) {
+			uint64_t entry = CMM_LOAD_SHARED(ring[i]);
+			uint64_t after = units_after(entry, hash, since);
+
+			if (!after)
+				continue;
+			if (after > latest_after) {
+				latest_after = after;
+				latest = entry;
+			}
+			if (!(entry & CLAIMED_BIT) && (!earliest_after || after < earliest_after)) {
+				earliest_after = after;
+				earliest = entry;
+				at = i;
+			}
+		}
+		if (!earliest)
+			return latest ? stamp_time(latest, since, waker_cpu) : 0;
+		if (uatomic_cmpxchg(&ring[at], earliest, earliest | CLAIMED_BIT) == earliest)
+			return stamp_time(earliest, since, waker_cpu);
+	}
+	return 0;
 }
 
 bool tdshim_wake_from_other_cpu(unsigned int waker_cpu)
@@ -170,4 +265,5 @@ uint64_t tdshim_deadline_at(clockid_t clock, const struct timespec *abstime)
 void tdshim_wake_hide_from_race_detectors(void)
 {
 	tdshim_hide_from_race_detectors(wake_slots, sizeof(wake_slots));
+	tdshim_hide_from_race_detectors(claim_rings, sizeof(claim_rings));
 }
