@@ -45,6 +45,12 @@
  *                      threads' kernel CPU + run-queue time (the waker's
  *                      stamp counted the ~15 us a halted virtual CPU takes
  *                      to take the wake: 1.4x); needs SCHED_FIFO (root)
+ *   queued-posts       two semaphore waiters on the poster's CPU, woken
+ *                      by two posts 4 ms apart, wait for the CPU 8 and
+ *                      4 ms: runnable time within 10% of the threads'
+ *                      kernel CPU + run-queue time (one stamp slot gave
+ *                      both waiters the second post's stamp: 0.8); needs
+ *                      SCHED_FIFO (root)
  *   late-announcement  writers whose clock reads return late (preempted
  *                      right after reading, LATECLOCK_NS with rel_slowclock
  *                      preloaded before the shim): no integral goes down
@@ -250,6 +256,37 @@ static int fast_fail(void)
 	else if (idle > 0.5 * (cpu + wait))
 		rel_fail("idle in futex %.3f s, more than half the threads' life (%.3f s): failed futex waits "
 			 "counted as blocked", idle, cpu + wait);
+	return rel_failures ? 1 : 0;
+}
+
+/* The runnable time of target MODE within `tolerance` of its threads'
+ * kernel CPU + run-queue time (the target prints them), in one of three
+ * tries (a loaded machine moves one run; the defects moved every run). */
+static int runnable_as_kernel(const char *mode, double tolerance)
+{
+	const char *const args[] = { mode, NULL };
+	double nthreads, runnable, window, cpu, wait;
+
+	if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
+		return 77;
+	}
+	for (int attempt = 1; attempt <= 3; attempt++) {
+		if (!tdstat_run_json(args, &nthreads, &runnable, &window, NULL, &cpu, &wait))
+			return 1;
+		double counted = runnable * window, kernel = cpu + wait;
+		printf("runnable %.3f s; the threads' kernel figures: on a CPU %.3f s, waiting for one %.3f s; "
+		       "ratio %.3f\n", counted, cpu, wait, kernel > 0 ? counted / kernel : 0);
+		if (kernel <= 0.1) {
+			rel_fail("no kernel figures (%.3f s): nothing to compare with", kernel);
+			break;
+		}
+		if (counted >= (1 - tolerance) * kernel && counted <= (1 + tolerance) * kernel)
+			return 0;
+		if (attempt == 3)
+			rel_fail("runnable %.3f s against the kernel's %.3f s: outside %.0f%% in 3 tries", counted,
+				 kernel, tolerance * 100);
+	}
 	return rel_failures ? 1 : 0;
 }
 
@@ -485,6 +522,8 @@ int main(int argc, char **argv)
 		return expect((const char *const[]){ "preempting-wakee", NULL }, 1, 0, 0.2);
 	if (!strcmp(mode, "remote-idle"))
 		return remote_idle();
+	if (!strcmp(mode, "queued-posts"))
+		return runnable_as_kernel("queued-posts", 0.10);
 	if (!strcmp(mode, "remote-busy")) {
 		if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
 			printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
@@ -492,6 +531,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stamps-on-clock|preempting-wakee|remote-busy|remote-idle\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|queued-posts\n");
 	return 2;
 }
