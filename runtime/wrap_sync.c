@@ -1084,9 +1084,11 @@ TDSHIM_EXPORT int sem_post(sem_t *semaphore)
 		uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
 		uint64_t seen = uatomic_read(data);
 
-		while ((seen >> 32) == 0 && (uint32_t)seen < SEMAPHORE_VALUE_MAX) {
+		/* One compare of the whole word: no waiter (high half 0) and
+		 * room for one more (low half). */
+		while (caa_likely(seen < SEMAPHORE_VALUE_MAX)) {
 			uint64_t before = uatomic_cmpxchg(data, seen, seen + 1);
-			if (before == seen)
+			if (caa_likely(before == seen))
 				return 0;
 			seen = before;
 		}
