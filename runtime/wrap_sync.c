@@ -203,9 +203,10 @@ TDSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *lock)
  * pthread_rwlock_tryrdlock and pthread_rwlock_trywrlock.  A read lock in
  * a read phase with nobody waiting is added here, as rdlock adds it (the
  * same CAS glibc's tryrdlock makes in that state), behind the rwlock
- * gate; every other state goes to glibc's tryrdlock.  A write try goes to
- * glibc's trywrlock (its write-phase hand-over is glibc's own business),
- * after one load and compare of the gate.
+ * gate; every other state goes to glibc's tryrdlock.  A write try of an
+ * idle lock takes it here, and one that one load shows busy fails here
+ * (see pthread_rwlock_trywrlock); every other state goes to glibc's
+ * trywrlock.
  *
  * Tracked: the read tries by atomic adds (readers run together), a write
  * try that takes the lock by its holder's plain store, a failed one by an
