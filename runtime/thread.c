@@ -3,10 +3,8 @@
  * Thread lifecycle: creation (the creator claims the record, so the time
  * before the new thread first runs counts as RUNNABLE), adoption of
  * threads the shim did not see created, and the end of tracking on every
- * exit path (a created thread's trampoline ends it when the start routine
- * returns or is unwound by pthread_exit or cancellation; an adopted
- * thread's thread_local destructor on the same three paths; the main
- * thread ends at exit or in pthread_exit).
+ * exit path (a thread_local destructor runs on return, pthread_exit and
+ * cancellation alike; the main thread ends at exit or in pthread_exit).
  * Also pthread_setconcurrency, and the wait scope.
  */
 #include <stdlib.h>
@@ -82,11 +80,6 @@ static void end_tracking_at_thread_exit(void *unused)
 	end_tracking();
 }
 
-static void end_tracking_at_scope_exit(int *unused)
-{
-	end_tracking();
-}
-
 /* A thread ending through the exit system call itself (syscall(SYS_exit)),
  * which skips every destructor. */
 void tdshim_thread_end(void)
@@ -95,8 +88,7 @@ void tdshim_thread_end(void)
 }
 
 /*
- * Ends tracking when an adopted thread (one the shim did not create: a
- * created one ends in the trampoline) ends, without taking one of the
+ * Ends tracking when the calling thread ends, without taking one of the
  * program's PTHREAD_KEYS_MAX thread keys: glibc runs thread_local
  * destructors (__call_tls_dtors) in start_thread after the start routine
  * returns, after pthread_exit and after cancellation, and in exit() for
@@ -106,11 +98,11 @@ void tdshim_thread_end(void)
  * below).  The registration allocates; should it fail, only process exit
  * ends the thread's tracking.
  */
-static void register_exit_hook(void)
+static void register_exit_hook(bool main_thread_possible)
 {
 	if (exit_hook_registered || !__cxa_thread_atexit_impl)
 		return;
-	if (tdshim_cached_tid() == getpid())
+	if (main_thread_possible && tdshim_cached_tid() == getpid())
 		return;
 	exit_hook_registered = __cxa_thread_atexit_impl(end_tracking_at_thread_exit, NULL, &__dso_handle) == 0;
 }
@@ -177,7 +169,7 @@ void tdshim_thread_adopt(void)
 		return;
 	}
 	begin_tracking(claim_runnable_record(tdshim_cached_tid()));
-	register_exit_hook();
+	register_exit_hook(true);
 }
 
 static void *trampoline(void *argument)
@@ -191,13 +183,7 @@ static void *trampoline(void *argument)
 		free(launch);
 		begin_tracking(NULL);
 	}
-	/* Tracking ends when the start routine does: on its return, and in
-	 * the unwinding of pthread_exit and cancellation, which runs this
-	 * cleanup (the shim is built with -fexceptions).  No thread_local
-	 * destructor here: its registration allocates in the new thread, and
-	 * a thread that never used malloc then pays for a malloc cache set
-	 * up and flushed at its exit (pthread_create+join, 1.06x bare). */
-	int ends_here __attribute__((cleanup(end_tracking_at_scope_exit))) = 0;
+	register_exit_hook(false);
 	return copy.start_routine(copy.argument);
 }
 
