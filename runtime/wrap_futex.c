@@ -151,8 +151,18 @@ static long passed_through(long number, long a1, long a2, long a3, long a4, long
 	return tdshim_real_syscall(number, a1, a2, a3, a4, a5, a6);
 }
 
-/* The C entry: the tracked numbers, and any call made before the real
- * syscall() is known. */
+/* The tracked numbers' entry from syscall() below: on x86-64 a variadic
+ * call passes its integer arguments where a call of seven longs does
+ * (the seventh on the stack, read as va_arg would read it), so no
+ * register save area is spilled and decoded per futex call. */
+long tdshim_syscall_tracked(long number, long a1, long a2, long a3, long a4, long a5, long a6);
+__attribute__((used)) long tdshim_syscall_tracked(long number, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	return tracked_syscall(number, a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
+}
+
+/* The C entry: the tracked numbers (where syscall() below is not used),
+ * and any call made before the real syscall() is known. */
 long tdshim_syscall_entry(long number, ...);
 __attribute__((used)) long tdshim_syscall_entry(long number, ...)
 {
@@ -176,9 +186,10 @@ __attribute__((used)) long tdshim_syscall_entry(long number, ...)
 #if defined(__x86_64__)
 #define TDSHIM_STRING_(x) #x
 #define TDSHIM_STRING(x) TDSHIM_STRING_(x)
-/* syscall(): the number is in %rdi; the tracked ones, and every call
- * while tdshim_real_syscall is unset, go to the C entry (same registers,
- * same stack, so the same arguments and return address). */
+/* syscall(): the number is in %rdi; the tracked ones go to the tracked
+ * entry, every other call while tdshim_real_syscall is unset to the C
+ * entry (same registers, same stack, so the same arguments and return
+ * address). */
 __asm__(".text\n"
 	".globl syscall\n"
 	".type syscall, @function\n"
@@ -187,16 +198,17 @@ __asm__(".text\n"
 	".cfi_startproc\n"
 	"\tendbr64\n"
 	"\tcmpq $" TDSHIM_STRING(SYS_futex) ", %rdi\n"
-	"\tje 1f\n"
+	"\tje 2f\n"
 	"\tcmpq $" TDSHIM_STRING(SYS_futex_waitv) ", %rdi\n"
-	"\tje 1f\n"
+	"\tje 2f\n"
 	"\tcmpq $" TDSHIM_STRING(SYS_exit) ", %rdi\n"
-	"\tje 1f\n"
+	"\tje 2f\n"
 	"\tmovq tdshim_real_syscall(%rip), %rax\n"
 	"\ttestq %rax, %rax\n"
 	"\tjz 1f\n"
 	"\tjmp *%rax\n"
 	"1:\tjmp tdshim_syscall_entry\n"
+	"2:\tjmp tdshim_syscall_tracked\n"
 	".cfi_endproc\n"
 	".size syscall, .-syscall\n");
 #else

@@ -9,6 +9,7 @@
  * always waits, and a barrier's last arrival is BLOCKED for the instant it
  * takes to wake the others.
  */
+#include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
@@ -25,6 +26,8 @@
  * Every other state goes to tryrdlock, then to a BLOCKED rdlock.
  */
 #define RWLOCK_STATE_BITS 7u
+#define RWLOCK_WRITE_PHASE 1u
+#define RWLOCK_WRITE_LOCKED 2u
 #define RWLOCK_ONE_READER 8u
 #define RWLOCK_READER_OVERFLOW (1u << 31)
 
@@ -49,6 +52,15 @@ void tdshim_probe_rwlock_layout(void)
 	     tdshim_real_pthread_rwlock_rdlock(&probe) == 0 &&
 	     probe.__data.__readers == RWLOCK_ONE_READER;
 	ok = ok && pthread_rwlock_unlock(&probe) == 0 && probe.__data.__readers == 0;
+	/* The write try and release below follow glibc's: a write try of an
+	 * idle lock enters a write phase, and the release leaves it there. */
+	ok = ok && tdshim_real_pthread_rwlock_trywrlock && tdshim_real_pthread_rwlock_unlock &&
+	     tdshim_real_pthread_rwlock_trywrlock(&probe) == 0 &&
+	     probe.__data.__readers == (RWLOCK_WRITE_PHASE | RWLOCK_WRITE_LOCKED) &&
+	     probe.__data.__writers_futex == 1 && probe.__data.__wrphase_futex == 1 &&
+	     probe.__data.__cur_writer == tdshim_cached_tid();
+	ok = ok && tdshim_real_pthread_rwlock_unlock(&probe) == 0 && probe.__data.__readers == RWLOCK_WRITE_PHASE &&
+	     probe.__data.__writers_futex == 0 && probe.__data.__cur_writer == 0;
 	/* A race detector takes the stack slot for an rwlock until told. */
 	pthread_rwlock_destroy(&probe);
 	rwlock_layout_known = ok;
@@ -192,9 +204,10 @@ TDSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *lock)
  * pthread_rwlock_tryrdlock and pthread_rwlock_trywrlock.  A read lock in
  * a read phase with nobody waiting is added here, as rdlock adds it (the
  * same CAS glibc's tryrdlock makes in that state), behind the rwlock
- * gate; every other state goes to glibc's tryrdlock.  A write try goes to
- * glibc's trywrlock (its write-phase hand-over is glibc's own business),
- * after one load and compare of the gate.
+ * gate; every other state goes to glibc's tryrdlock.  A write try of an
+ * idle lock takes it here, and one that one load shows busy fails here
+ * (see pthread_rwlock_trywrlock); every other state goes to glibc's
+ * trywrlock.
  *
  * Tracked: the read tries by atomic adds (readers run together), a write
  * try that takes the lock by its holder's plain store, a failed one by an
@@ -238,11 +251,39 @@ __attribute__((noinline)) static int trywrlock_tracked(pthread_rwlock_t *lock)
 	return error;
 }
 
-TDSHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *lock)
+__attribute__((noinline)) static int trywrlock_slow(pthread_rwlock_t *lock)
 {
 	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock))
 		return trywrlock_tracked(lock);
 	return try_write_lock(lock);
+}
+
+/* Behind the rwlock gate, glibc's own answers where one load decides:
+ * an idle lock (no reader, no writer, nobody waiting; in a read or a
+ * write phase) is taken with glibc's CAS and stores (the writer's tid
+ * where glibc's unlock and EDEADLK checks look for it); a write-locked
+ * one, or one with readers in a read phase, is EBUSY whatever the
+ * lock's preference.  Anything else, a lost CAS included, is glibc's. */
+TDSHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *lock)
+{
+	if (caa_likely(rwlock_inline())) {
+		unsigned int seen = CMM_LOAD_SHARED(lock->__data.__readers);
+
+		if (caa_likely((seen & ~RWLOCK_WRITE_PHASE) == 0)) {
+			if (caa_likely(uatomic_cmpxchg(&lock->__data.__readers, seen,
+						       RWLOCK_WRITE_PHASE | RWLOCK_WRITE_LOCKED) == seen)) {
+				CMM_STORE_SHARED(lock->__data.__writers_futex, 1);
+				if (!(seen & RWLOCK_WRITE_PHASE))
+					CMM_STORE_SHARED(lock->__data.__wrphase_futex, 1);
+				CMM_STORE_SHARED(lock->__data.__cur_writer, tdshim_cached_tid());
+				return 0;
+			}
+		} else if (caa_likely((seen & RWLOCK_WRITE_LOCKED) | ((seen >= RWLOCK_ONE_READER) & ~seen & RWLOCK_WRITE_PHASE))) {
+			/* (without a branch: write-locked, or readers in a read phase) */
+			return EBUSY;
+		}
+	}
+	return trywrlock_slow(lock);
 }
 
 static inline __attribute__((always_inline)) int pthread_rwlock_timedrdlock_untracked(pthread_rwlock_t *lock, const struct timespec *abstime)
@@ -1213,9 +1254,11 @@ TDSHIM_EXPORT int sem_post(sem_t *semaphore)
 		uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
 		uint64_t seen = uatomic_read(data);
 
-		while ((seen >> 32) == 0 && (uint32_t)seen < SEMAPHORE_VALUE_MAX) {
+		/* One compare of the whole word: no waiter (high half 0) and
+		 * room for one more (low half). */
+		while (caa_likely(seen < SEMAPHORE_VALUE_MAX)) {
 			uint64_t before = uatomic_cmpxchg(data, seen, seen + 1);
-			if (before == seen)
+			if (caa_likely(before == seen))
 				return 0;
 			seen = before;
 		}
@@ -1229,20 +1272,24 @@ TDSHIM_EXPORT int sem_post(sem_t *semaphore)
 /*
  * rwlock unlock.  A read lock in a read phase with nobody waiting
  * (__readers' low three bits clear, no writer) is released here with the
- * same decrement glibc makes; everything else goes to glibc, after a
+ * same decrement glibc makes, and so is a write lock of a reader-
+ * preferring lock (below); everything else goes to glibc, after a
  * stamp when the state shows waiters: readers waiting (__readers'
- * RWAITING bit), or a sleeper on either futex (bit 31, set before it
- * sleeps).  A write phase alone wakes nobody: a stamp on every write
+ * RWAITING bit), or a sleeper on either futex (RWLOCK_FUTEX_USED).
+ * A write phase alone wakes nobody: a stamp on every write
  * unlock cost the write try+unlock pair half its time.
  */
 #define RWLOCK_WAITERS_MASK 4u
+/* glibc's PTHREAD_RWLOCK_FUTEX_USED: a sleeper on __wrphase_futex or
+ * __writers_futex set it before it sleeps. */
+#define RWLOCK_FUTEX_USED 2u
 
 __attribute__((noinline)) static int rwlock_unlock_slow(pthread_rwlock_t *lock)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_rwlock_unlock);
 	bool waiters = (CMM_LOAD_SHARED(lock->__data.__readers) & RWLOCK_WAITERS_MASK) ||
-		       (CMM_LOAD_SHARED(lock->__data.__writers_futex) & 0x80000000u) ||
-		       (CMM_LOAD_SHARED(lock->__data.__wrphase_futex) & 0x80000000u);
+		       (CMM_LOAD_SHARED(lock->__data.__writers_futex) & RWLOCK_FUTEX_USED) ||
+		       (CMM_LOAD_SHARED(lock->__data.__wrphase_futex) & RWLOCK_FUTEX_USED);
 	if (waiters)
 		tdshim_wake_stamp_if_gathering(lock);
 	return tdshim_real_pthread_rwlock_unlock(lock);
@@ -1269,14 +1316,64 @@ __attribute__((noinline, cold)) static int rwlock_unlock_tracked(pthread_rwlock_
 	return rwlock_unlock_slow(lock);
 }
 
+/*
+ * A write lock's release, as glibc's (__pthread_rwlock_wrunlock) for a
+ * lock that prefers readers (the default; a writer-preferring lock may
+ * hand over to a waiting writer: glibc's): the writer's tid cleared,
+ * writers' waiting turned off, the lock left in a write phase, or handed
+ * to the readers that arrived meanwhile.  Only a release that wakes
+ * someone (a futex word's waiting flag) stamps the lock and makes the
+ * system call, as glibc would.
+ */
+
+__attribute__((noinline)) static void rwlock_write_release_wake(pthread_rwlock_t *lock, bool readers,
+								 bool writer)
+{
+	int private = CMM_LOAD_SHARED(lock->__data.__shared) != 0 ? 0 : FUTEX_PRIVATE_FLAG;
+
+	tdshim_wake_stamp_if_gathering(lock);
+	if (readers)
+		tdshim_futex((int *)&lock->__data.__wrphase_futex, FUTEX_WAKE | private, INT_MAX, NULL);
+	if (writer)
+		tdshim_futex((int *)&lock->__data.__writers_futex, FUTEX_WAKE | private, 1, NULL);
+}
+
+static inline int rwlock_write_release(pthread_rwlock_t *lock)
+{
+	CMM_STORE_SHARED(lock->__data.__cur_writer, 0);
+	bool wake_writer = (uatomic_xchg(&lock->__data.__writers_futex, 0) & RWLOCK_FUTEX_USED) != 0;
+	unsigned int seen = CMM_LOAD_SHARED(lock->__data.__readers);
+
+	for (;;) {
+		unsigned int next = (seen ^ RWLOCK_WRITE_LOCKED) ^ (seen >= RWLOCK_ONE_READER ? RWLOCK_WRITE_PHASE : 0);
+		unsigned int before = uatomic_cmpxchg(&lock->__data.__readers, seen, next);
+
+		if (caa_likely(before == seen))
+			break;
+		seen = before;
+	}
+	bool wake_readers = seen >= RWLOCK_ONE_READER &&
+			    (uatomic_xchg(&lock->__data.__wrphase_futex, 0) & RWLOCK_FUTEX_USED) != 0;
+	if (caa_unlikely(wake_readers || wake_writer))
+		rwlock_write_release_wake(lock, wake_readers, wake_writer);
+	return 0;
+}
+
 TDSHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *lock)
 {
-	if (caa_likely(rwlock_inline()) && CMM_LOAD_SHARED(lock->__data.__cur_writer) == 0) {
-		unsigned int seen = CMM_LOAD_SHARED(lock->__data.__readers);
+	if (caa_likely(rwlock_inline())) {
+		int writer = CMM_LOAD_SHARED(lock->__data.__cur_writer);
 
-		if ((seen & RWLOCK_STATE_BITS) == 0 && seen >= RWLOCK_ONE_READER &&
-		    uatomic_cmpxchg(&lock->__data.__readers, seen, seen - RWLOCK_ONE_READER) == seen)
-			return 0;
+		if (writer == 0) {
+			unsigned int seen = CMM_LOAD_SHARED(lock->__data.__readers);
+
+			if ((seen & RWLOCK_STATE_BITS) == 0 && seen >= RWLOCK_ONE_READER &&
+			    uatomic_cmpxchg(&lock->__data.__readers, seen, seen - RWLOCK_ONE_READER) == seen)
+				return 0;
+		} else if (writer == CMM_LOAD_SHARED(tdshim_self.tid) && /* 0 until known: glibc's */
+			   CMM_LOAD_SHARED(lock->__data.__flags) == PTHREAD_RWLOCK_PREFER_READER_NP) {
+			return rwlock_write_release(lock);
+		}
 	}
 	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock))
 		return rwlock_unlock_tracked(lock);

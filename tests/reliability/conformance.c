@@ -338,6 +338,96 @@ static void rwlock_checks(const char *label, int kind)
 #undef N
 }
 
+/*
+ * The lock words themselves after the write tries and releases the shim
+ * makes inline (glibc's protocol on __readers, the two futex words and
+ * __cur_writer): the same line bare and preloaded, or the shim left the
+ * lock in a state glibc would not have; and a write release that must
+ * hand over to a reader or a writer asleep on the lock wakes it.
+ */
+#define CMM_LOAD(x) (*(volatile __typeof__(x) *)&(x))
+static void rwlock_state(const char *label, const char *what, pthread_rwlock_t *l)
+{
+	int writer = CMM_LOAD(l->__data.__cur_writer);
+
+	printf("rwlock %s %s: readers %#x writers %u wrphase_futex %#x writers_futex %#x cur_writer %s\n", label, what,
+	       CMM_LOAD(l->__data.__readers), CMM_LOAD(l->__data.__writers), CMM_LOAD(l->__data.__wrphase_futex),
+	       CMM_LOAD(l->__data.__writers_futex), writer == 0 ? "0" : writer == gettid() ? "self" : "other");
+}
+
+static void *read_then_release(void *l)
+{
+	intptr_t error = pthread_rwlock_rdlock(l);
+
+	if (error == 0)
+		error = pthread_rwlock_unlock(l);
+	return (void *)error;
+}
+
+static void *write_then_release(void *l)
+{
+	intptr_t error = pthread_rwlock_wrlock(l);
+
+	if (error == 0)
+		error = pthread_rwlock_unlock(l);
+	return (void *)error;
+}
+
+/* Until `word` has `bits` (the other thread is about to sleep), then a
+ * little longer (it sleeps); at most 10 s. */
+static void until_bits(unsigned int *word, unsigned int bits)
+{
+	for (int i = 0; i < 10000 && (CMM_LOAD(*word) & bits) != bits; i++)
+		usleep(1000);
+	usleep(20000);
+}
+
+#define N2(what) (snprintf(name, sizeof(name), "rwlock %s %s", label, what), name)
+static void rwlock_write_states(const char *label, int kind)
+{
+	pthread_rwlockattr_t attr;
+	pthread_rwlock_t l;
+	pthread_t t;
+	void *result;
+	char name[128];
+
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, kind);
+	pthread_rwlock_init(&l, &attr);
+	expect_error(N2("trywrlock idle"), pthread_rwlock_trywrlock(&l), 0);
+	rwlock_state(label, "write-held from a read phase", &l);
+	expect_error(N2("unlock"), pthread_rwlock_unlock(&l), 0);
+	rwlock_state(label, "released", &l);
+	expect_error(N2("trywrlock in a write phase"), pthread_rwlock_trywrlock(&l), 0);
+	rwlock_state(label, "write-held from a write phase", &l);
+	expect_error(N2("unlock again"), pthread_rwlock_unlock(&l), 0);
+	expect_error(N2("rdlock"), pthread_rwlock_rdlock(&l), 0);
+	rwlock_state(label, "read-held", &l);
+	expect_error(N2("trywrlock read-held"), pthread_rwlock_trywrlock(&l), EBUSY);
+	expect_error(N2("read unlock"), pthread_rwlock_unlock(&l), 0);
+	rwlock_state(label, "read-released", &l);
+
+	/* A reader asleep behind the writer: the release hands it the lock. */
+	expect_error(N2("trywrlock, a reader coming"), pthread_rwlock_trywrlock(&l), 0);
+	pthread_create(&t, NULL, read_then_release, &l);
+	until_bits(&l.__data.__wrphase_futex, 0x80000000u);
+	expect_error(N2("unlock with a reader asleep"), pthread_rwlock_unlock(&l), 0);
+	pthread_join(t, &result);
+	expect_error(N2("the reader's rdlock and unlock"), (int)(intptr_t)result, 0);
+	rwlock_state(label, "after the reader", &l);
+
+	/* A writer asleep behind the writer: the release wakes it. */
+	expect_error(N2("trywrlock, a writer coming"), pthread_rwlock_trywrlock(&l), 0);
+	pthread_create(&t, NULL, write_then_release, &l);
+	until_bits(&l.__data.__writers_futex, 2u);
+	expect_error(N2("unlock with a writer asleep"), pthread_rwlock_unlock(&l), 0);
+	pthread_join(t, &result);
+	expect_error(N2("the writer's wrlock and unlock"), (int)(intptr_t)result, 0);
+	rwlock_state(label, "after the writer", &l);
+	pthread_rwlock_destroy(&l);
+	pthread_rwlockattr_destroy(&attr);
+}
+
 /* ---- condvars ---- */
 
 struct cond_pair {
@@ -1033,6 +1123,8 @@ int main(void)
 	robust_checks("pi", PTHREAD_PRIO_INHERIT);
 	rwlock_checks("prefer-reader", PTHREAD_RWLOCK_PREFER_READER_NP);
 	rwlock_checks("prefer-writer", PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	rwlock_write_states("prefer-reader", PTHREAD_RWLOCK_PREFER_READER_NP);
+	rwlock_write_states("prefer-writer", PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	cond_checks();
 	barrier_checks();
 	join_checks();

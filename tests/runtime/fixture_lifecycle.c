@@ -2,7 +2,8 @@
 /*
  * rt_lifecycle HOW: a thread's tracking from pthread_create to its end.
  *
- * HOW is the way the thread ends: return, exit (pthread_exit), cancel_cond,
+ * HOW is the way the thread ends: return, exit (pthread_exit), exit_altstack
+ * (pthread_exit in a signal handler on the alternate stack), cancel_cond,
  * cancel_join, cancel_sem (cancelled while waiting in that call), detached
  * (returns, nobody joins), create_failure (pthread_create fails).
  *
@@ -19,6 +20,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,28 @@ static void *exits(void *arg)
 	publish_self();
 	sem_wait(&hold_gate);
 	pthread_exit((void *)43);
+}
+
+static void exit_in_handler(int signal)
+{
+	(void)signal;
+	pthread_exit((void *)43);
+}
+
+static void *exits_on_altstack(void *arg)
+{
+	static char stack[64 * 1024];
+	stack_t alternate = { .ss_sp = stack, .ss_size = sizeof(stack) };
+	struct sigaction action = { .sa_handler = exit_in_handler, .sa_flags = SA_ONSTACK };
+
+	(void)arg;
+	sigaltstack(&alternate, NULL);
+	sigaction(SIGUSR2, &action, NULL);
+	sem_wait(&start_gate);
+	publish_self();
+	sem_wait(&hold_gate);
+	raise(SIGUSR2);
+	return NULL;
 }
 
 static void unlock_mutex(void *arg)
@@ -160,6 +184,9 @@ int main(int argc, char **argv)
 		expected = (void *)42;
 	} else if (!strcmp(how, "exit")) {
 		body = exits;
+		expected = (void *)43;
+	} else if (!strcmp(how, "exit_altstack")) {
+		body = exits_on_altstack;
 		expected = (void *)43;
 	} else if (!strcmp(how, "cancel_cond")) {
 		body = waits_on_cond;

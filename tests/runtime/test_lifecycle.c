@@ -45,6 +45,7 @@ Test(lifecycle, main_thread_tracked_from_start)
 
 Test(lifecycle, end_by_return) { expect_tracked_until_end("return"); }
 Test(lifecycle, end_by_pthread_exit) { expect_tracked_until_end("exit"); }
+Test(lifecycle, end_by_pthread_exit_on_altstack) { expect_tracked_until_end("exit_altstack"); }
 Test(lifecycle, cancelled_in_cond_wait) { expect_tracked_until_end("cancel_cond"); }
 Test(lifecycle, cancelled_in_join) { expect_tracked_until_end("cancel_join"); }
 Test(lifecycle, cancelled_in_sem_wait) { expect_tracked_until_end("cancel_sem"); }
