@@ -349,8 +349,10 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	/* Closed intervals lie inside the window: clamp hostile values. */
 	acc_tracked = current ? tddb_min_u64(copy->acc_tracked_ns, length) : 0;
 	acc_runnable = current ? tddb_min_u64(copy->acc_runnable_ns, acc_tracked) : 0;
-	thread->tracked_ns = acc_tracked;
-	thread->runnable_ns = acc_runnable;
+	thread->tracked_ns = thread->closed_tracked_ns = acc_tracked;
+	thread->runnable_ns = thread->closed_runnable_ns = acc_runnable;
+	thread->changing = pending > thread->since_ns;
+	thread->open_from_ns = current ? tddb_max_u64(thread->since_ns, window->start) : window->start;
 	/* Without the details idle_ns is left as it is (struct tddb_thread):
 	 * clearing it was a tenth of a sleeping target's snapshot. */
 	if (detail && !current) {
@@ -378,7 +380,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	if (thread->state != TDSTAT_STATE_FREE) {
 		/* A record on an older window has not changed state since this
 		 * one began (region.h): its open interval starts with it. */
-		uint64_t from = current ? tddb_max_u64(thread->since_ns, window->start) : window->start;
+		uint64_t from = thread->open_from_ns;
 		uint64_t to = window->open_end;
 
 		/* A change under way since pending_ns: the old state lasted
@@ -731,16 +733,130 @@ static bool header_and_records(const struct td_thragent *agent, unsigned char *l
 	return true;
 }
 
+/* The process sums (a visitor), and a caller's visitor beside them. */
+struct process_sums {
+	uint32_t live;
+	uint32_t used;                 /* records that contributed anything */
+	uint32_t runnable_live;
+	uint64_t seq_sum;
+	uint64_t latest_since;
+	unsigned __int128 tracked;
+	unsigned __int128 runnable;
+	unsigned __int128 idle[TDSTAT_WAIT_KIND_COUNT];
+	tddb_thread_visitor *also;
+	void *also_context;
+};
+
+/*
+ * The kept sums of a whole chunk (struct tddb_chunk_kinds, `whole`):
+ * what add_thread adds up for its records, without the open intervals,
+ * which are linear in the snapshot's clock when every record is plain.
+ */
+static void chunk_whole_begin(struct tddb_chunk_kinds *chunk)
+{
+	memset(&chunk->whole, 0, sizeof(*chunk) - offsetof(struct tddb_chunk_kinds, whole));
+	chunk->whole = true;
+}
+
+static void chunk_whole_note(struct tddb_chunk_kinds *chunk, const struct tddb_thread *thread)
+{
+	if (thread->clamped || (thread->state != TDSTAT_STATE_FREE && thread->changing) ||
+	    (thread->state == TDSTAT_STATE_BLOCKED && thread->kind >= TDSTAT_WAIT_KIND_COUNT)) {
+		chunk->whole = false;
+		return;
+	}
+	if (thread->state == TDSTAT_STATE_FREE && thread->tracked_ns == 0)
+		return; /* not visited */
+	chunk->used++;
+	chunk->seq_sum += thread->seq;
+	chunk->tracked += thread->closed_tracked_ns;
+	chunk->runnable += thread->closed_runnable_ns;
+	chunk->acc_max = tddb_max_u64(chunk->acc_max, thread->closed_tracked_ns);
+	if (thread->state == TDSTAT_STATE_FREE)
+		return;
+	__int128 excess = (__int128)thread->closed_tracked_ns - (__int128)thread->open_from_ns;
+
+	chunk->live++;
+	chunk->latest_since = tddb_max_u64(chunk->latest_since, thread->since_ns);
+	if (thread->state == TDSTAT_STATE_RUNNABLE) {
+		chunk->runnable_excess = chunk->runnable_open ? (excess > chunk->runnable_excess ? excess : chunk->runnable_excess) : excess;
+		chunk->runnable_live++;
+		chunk->runnable_open++;
+		chunk->runnable_from += thread->open_from_ns;
+		chunk->runnable_from_max = tddb_max_u64(chunk->runnable_from_max, thread->open_from_ns);
+	} else {
+		chunk->blocked_excess = chunk->blocked_open ? (excess > chunk->blocked_excess ? excess : chunk->blocked_excess) : excess;
+		chunk->blocked_open++;
+		chunk->blocked_by_kind[thread->kind]++;
+		chunk->blocked_from[thread->kind] += thread->open_from_ns;
+		chunk->blocked_from_max = tddb_max_u64(chunk->blocked_from_max, thread->open_from_ns);
+	}
+}
+
+/* Whether every open interval of the chunk runs from its start to the
+ * same end, uncut (thread_decode's rule then reduces to that end less
+ * the start): `to` after every `from`, and no record's tracked time
+ * past the window's length. */
+static bool open_linear(uint32_t open, uint64_t to, uint64_t from_max, __int128 excess, uint64_t length)
+{
+	return open == 0 || (to > from_max && (__int128)to + excess <= (__int128)length);
+}
+
+/*
+ * A chunk found as kept, added to the process sums from its kept sums
+ * (with the per-kind closed time of `kinds_from` when the caller wants
+ * the kinds), exactly as its records one by one would add up; false,
+ * having added nothing, when the sums do not apply to this snapshot.
+ */
+static bool chunk_whole_add(const struct tddb_chunk_kinds *chunk, uint32_t records, const struct tddb_geometry *geometry,
+			    const struct record_ends *ends, const struct tddb_chunk_kinds *kinds_from,
+			    struct process_sums *into, unsigned __int128 *counted_sum, uint32_t *counted_live)
+{
+	uint64_t length = ends->read_end > ends->start ? ends->read_end - ends->start : 0;
+	uint64_t runnable_to = ends->open_end;
+	uint64_t blocked_to = tddb_min_u64(ends->open_end, ends->reader_now - tddb_min_u64(geometry->commit_lag_ns,
+											     ends->reader_now));
+
+	if (!chunk->whole || chunk->whole_records != records || chunk->whole_window_start_ns != ends->start ||
+	    chunk->acc_max > length ||
+	    !open_linear(chunk->runnable_open, runnable_to, chunk->runnable_from_max, chunk->runnable_excess, length) ||
+	    !open_linear(chunk->blocked_open, blocked_to, chunk->blocked_from_max, chunk->blocked_excess, length))
+		return false;
+	unsigned __int128 runnable_open = (unsigned __int128)chunk->runnable_open * runnable_to - chunk->runnable_from;
+	unsigned __int128 blocked_open = 0;
+
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
+		unsigned __int128 open = (unsigned __int128)chunk->blocked_by_kind[k] * blocked_to - chunk->blocked_from[k];
+
+		blocked_open += open;
+		if (kinds_from)
+			into->idle[k] += kinds_from->idle[k] + open;
+	}
+	into->live += chunk->live;
+	into->used += chunk->used;
+	into->runnable_live += chunk->runnable_live;
+	into->seq_sum += chunk->seq_sum;
+	into->latest_since = tddb_max_u64(into->latest_since, chunk->latest_since);
+	into->tracked += chunk->tracked + runnable_open + blocked_open;
+	into->runnable += chunk->runnable + runnable_open;
+	*counted_sum += (unsigned __int128)chunk->live * ends->open_end;
+	*counted_live += chunk->live;
+	return true;
+}
+
 /* tddb_threads_visit; *checked_after: the header was read after every
  * record (so the control block held still across all of them).  With
- * `kinds` (the process sums only, and the details), the per-kind time of
- * a chunk that is as kept is added there from its kept sums, and its
- * records are visited without the details (struct tddb_chunk_kinds);
- * the others are visited with them. */
+ * `whole_into` (the process sums only: `visitor` is add_thread on it), a
+ * chunk that is as kept is added there from its kept sums, none of its
+ * records decoded (chunk_whole_add); failing that, with the details, the
+ * per-kind time of such a chunk comes from its kept sums and its records
+ * are visited without the details (struct tddb_chunk_kinds); the others
+ * are visited with them. */
 static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
 			      void *context, struct tddb_header_view *view, struct tddb_window *window,
-			      bool *checked_after, unsigned __int128 *kinds)
+			      bool *checked_after, struct process_sums *whole_into)
 {
+	unsigned __int128 *kinds = whole_into && detail ? whole_into->idle : NULL;
 	const struct tddb_geometry *geometry = &agent->geometry;
 	uint32_t size = geometry->record_size, detail_size = geometry->detail_size;
 	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(size, detail_size);
@@ -869,9 +985,19 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 				 sums->window_end_ns == view->control.window_end_ns && sums->exit_ns == view->status.exit_ns;
 		unsigned __int128 open[TDSTAT_WAIT_KIND_COUNT] = { 0 };
 		bool summing = sums && !from_sums;
+		/* The process sums alone: a chunk as kept adds its kept sums,
+		 * no record decoded. */
+		struct tddb_chunk_kinds *chunk = cache && base / per_chunk < cache->chunk_slots
+							 ? &cache->chunks[base / per_chunk] : NULL;
 
+		if (whole_into && chunk && cached && err == TD_OK && (!detail || from_sums) &&
+		    chunk_whole_add(chunk, n, geometry, &ends, detail ? sums : NULL, whole_into, &counted_sum,
+				    &counted_live))
+			continue;
 		if (summing)
 			memset(sums, 0, sizeof(*sums));
+		if (chunk)
+			chunk_whole_begin(chunk);
 		for (i = 0; i < n && err == TD_OK; i++) {
 			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
 			unsigned char *d = !detail || from_sums ? NULL
@@ -917,6 +1043,8 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			}
 			if (err == TD_OK && !cached)
 				cache_keep(cache, geometry, base + i, a, d);
+			if (err == TD_OK && chunk)
+				chunk_whole_note(chunk, &thread);
 			if (err == TD_OK && from_sums && thread.state == TDSTAT_STATE_BLOCKED &&
 			    thread.kind < TDSTAT_WAIT_KIND_COUNT)
 				open[thread.kind] += thread.blocked_open_ns;
@@ -932,6 +1060,12 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			}
 			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
 				err = visitor(&thread, context);
+		}
+		if (chunk && err == TD_OK && i == n && chunk->whole) {
+			chunk->whole_records = n;
+			chunk->whole_window_start_ns = ends.start;
+		} else if (chunk) {
+			chunk->whole = false;
 		}
 		if (summing && err == TD_OK && i == n) {
 			sums->records = n;
@@ -966,19 +1100,6 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	return threads_visit(agent, detail, visitor, context, view, window, &checked_after, NULL);
 }
 
-/* The process sums (a visitor), and a caller's visitor beside them. */
-struct process_sums {
-	uint32_t live;
-	uint32_t used;                 /* records that contributed anything */
-	uint32_t runnable_live;
-	uint64_t seq_sum;
-	uint64_t latest_since;
-	unsigned __int128 tracked;
-	unsigned __int128 runnable;
-	unsigned __int128 idle[TDSTAT_WAIT_KIND_COUNT];
-	tddb_thread_visitor *also;
-	void *also_context;
-};
 
 static td_err_e add_thread(const struct tddb_thread *thread, void *context)
 {
@@ -1030,7 +1151,7 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 
 		/* The process sums alone may take a chunk's kinds whole. */
 		err = threads_visit(agent, detail, add_thread, &sums, &view, &window, &checked_after,
-				    detail && !visitor ? sums.idle : NULL);
+				    visitor ? NULL : &sums);
 		/* A caller's visitor saw every record once: the walk cannot be
 		 * taken back, and the sums agree with what it saw.  A walk
 		 * whose header was read again after its records is checked
