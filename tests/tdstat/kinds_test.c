@@ -417,3 +417,97 @@ static void read_two_copies(bool copy_first)
 
 Test(kinds, two_copies_of_the_shim_read_once) { read_two_copies(false); }
 Test(kinds, two_copies_of_the_shim_read_once_either_order) { read_two_copies(true); }
+
+/*
+ * -t at short intervals reads again only what may have moved: the
+ * kernel's figures of a thread asleep in the same wait since the last
+ * reading are kept (reading.c), and a row that prints as it did at the
+ * last line is copied from it (format_text.c).  A thread that wakes, runs
+ * and sleeps again between two lines is in a wait each time and must
+ * still show its CPU, in JSON and in text; the twenty that never move
+ * show none.
+ */
+Test(kinds, a_thread_that_runs_between_lines_shows_its_cpu)
+{
+	static const char *const env[] = { "TDSTAT_ENABLE=1", NULL };
+	static const char *const names[] = { "pulse", "hidden" };
+	const char *const argv[] = { KINDS_WORKLOAD_PATH, "pulse", NULL };
+	struct tdtest_spawn_options options = { .preload = tdtest_shim_path(), .env = env };
+	struct tdtest_child target;
+	char pid[16], *output, *cursor, line[4096], ready[64], key[64];
+	int still_rows = 0;
+
+	cr_assert_eq(tdtest_spawn(&target, argv, &options), 0);
+	running_target = target.pid;
+	cr_assert_geq(tdtest_read_line(&target, ready, sizeof(ready), COMMAND_TIMEOUT_MS), 0);
+	snprintf(pid, sizeof(pid), "%d", (int)target.pid);
+	tdtest_sleep_ms(200);
+	const char *const args[] = { "--json", "-t", "-i", "0.05", "-c", "40", pid, NULL };
+	cr_assert_eq(exit_code(run_tdstat(args, &output)), 0);
+	for (int n = 0; n < 2; n++) {
+		int rows = 0, busy = 0;
+		double total = 0;
+
+		snprintf(key, sizeof(key), "\"name\":\"%s\"", names[n]);
+		cursor = output;
+		while (next_line_with(&cursor, key, line, sizeof(line))) {
+			double cpu;
+
+			/* The first line has no kernel interval yet. */
+			if (!json_number(line, "cpu", &cpu))
+				continue;
+			rows++;
+			total += cpu;
+			busy += cpu > 0.02;
+		}
+		/* Each runs a fifth of the time: every line with the
+		 * kernel's figures saw some of it, whatever the load. */
+		cr_assert_gt(rows, 10, "%s: %s", names[n], output);
+		cr_assert_geq(busy, rows / 2, "%s: %d of %d rows with CPU: %s", names[n], busy, rows, output);
+		cr_assert_gt(total / rows, 0.03, "%s: %s", names[n], output);
+	}
+	cursor = output;
+	while (next_line_with(&cursor, "\"wait\":\"cond\"", line, sizeof(line))) {
+		double cpu;
+
+		if (!json_number(line, "cpu", &cpu))
+			continue;
+		still_rows++;
+		cr_assert_lt(cpu, 0.02, "%s", line);
+	}
+	cr_assert_gt(still_rows, 20 * 10);
+	free(output);
+
+	/* The text table: their CPU column moves from line to line (a row
+	 * copied from the last line must not hide it; the hidden thread's
+	 * shim columns never change). */
+	const char *const text_args[] = { "-t", "-i", "0.05", "-c", "40", pid, NULL };
+	cr_assert_eq(exit_code(run_tdstat(text_args, &output)), 0);
+	for (int n = 0; n < 2; n++) {
+		int rows = 0, busy = 0;
+		char first[16] = "";
+		bool moved = false;
+
+		snprintf(key, sizeof(key), " %s ", names[n]);
+		cursor = output;
+		while (next_line_with(&cursor, key, line, sizeof(line))) {
+			char runnable[16], cpu[16], name[16];
+			int tid;
+
+			cr_assert_eq(sscanf(line, "%d %15s %15s %15s", &tid, name, runnable, cpu), 4, "%s", line);
+			if (strcmp(cpu, "-") == 0)
+				continue;
+			rows++;
+			busy += atof(cpu) > 0.02;
+			if (!first[0])
+				memcpy(first, cpu, sizeof(first));
+			moved = moved || strcmp(first, cpu) != 0;
+		}
+		cr_assert_gt(rows, 10, "%s: %s", names[n], output);
+		cr_assert_geq(busy, rows / 2, "%s: %d of %d rows with CPU: %s", names[n], busy, rows, output);
+		cr_assert(moved, "%s: the same CPU in every row: %s", names[n], output);
+	}
+	free(output);
+	kill(target.pid, SIGKILL);
+	tdtest_wait(&target, COMMAND_TIMEOUT_MS);
+}

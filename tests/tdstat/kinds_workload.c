@@ -13,12 +13,23 @@
  *            "phase-b") and waits on another condvar (`first_condvar`,
  *            `second_condvar`), for tdstat -t's names kept from line to
  *            line (they must follow).  Prints "ready"; runs until killed.
+ *   pulse    twenty threads in pthread_cond_wait for good, and one named
+ *            "pulse" that, every 20 ms, runs 4 ms on a CPU and sleeps
+ *            again (nanosleep): it wakes, runs and sleeps between two
+ *            lines of tdstat -t at -i 0.05, while the others never move
+ *            (what tdstat reads of the kernel, and prints, from line to
+ *            line must follow it); and one named "hidden" that does the
+ *            same but sleeps in a raw clock_nanosleep system call, which
+ *            the shim does not see (its record never changes: runnable
+ *            throughout).  Prints "ready"; runs until killed.
  */
+#define _GNU_SOURCE
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,6 +142,55 @@ static int moving(void)
 	return 0;
 }
 
+static void spin_ms(int ms)
+{
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < ms * 1000000L);
+}
+
+static void *pulsing(void *unused)
+{
+	const struct timespec rest = { 0, 16 * 1000 * 1000 };
+
+	for (;;) {
+		spin_ms(4);
+		nanosleep(&rest, NULL);
+	}
+	return unused;
+}
+
+static void *hiding(void *unused)
+{
+	const struct timespec rest = { 0, 16 * 1000 * 1000 };
+
+	for (;;) {
+		spin_ms(4);
+		syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &rest, NULL);
+	}
+	return unused;
+}
+
+static int pulse(void)
+{
+	pthread_t thread;
+
+	for (int i = 0; i < 20; i++)
+		pthread_create(&thread, NULL, in_cond, NULL);
+	/* Named before "ready", so the first reading has the names. */
+	pthread_create(&thread, NULL, hiding, NULL);
+	pthread_setname_np(thread, "hidden");
+	pthread_create(&thread, NULL, pulsing, NULL);
+	pthread_setname_np(thread, "pulse");
+	printf("ready\n");
+	fflush(stdout);
+	pthread_join(thread, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t threads[5];
@@ -139,6 +199,8 @@ int main(int argc, char **argv)
 		return ping_pong();
 	if (argc > 1 && strcmp(argv[1], "moving") == 0)
 		return moving();
+	if (argc > 1 && strcmp(argv[1], "pulse") == 0)
+		return pulse();
 
 	if (pipe(pipe_ends) != 0)
 		return 1;
