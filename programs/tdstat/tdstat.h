@@ -362,6 +362,7 @@ double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count);
 #define TDSTAT_KERNEL_COST_FACTOR 100
 struct tdstat_kernel_carry {
 	bool valid;
+	bool awaiting;                  /* the rows of the line just made, once printed */
 	double untracked;               /* the process's; < 0: unknown */
 	size_t count;
 	struct tdstat_thread_row *rows; /* sorted by tid; only the kernel's columns matter */
@@ -373,6 +374,10 @@ struct tdstat_kernel_carry {
 size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,
 				  const struct tdstat_reading *kernel_from, const struct tdstat_reading *to,
 				  struct tdstat_kernel_carry *carry, struct tdstat_thread_row **rows, double *untracked);
+/* The rows of the line tdstat_thread_rows_carried made last, once
+ * printed: kept (true: the carry owns them now) when that line had the
+ * kernel's figures. */
+bool tdstat_kernel_carry_take(struct tdstat_kernel_carry *carry, struct tdstat_thread_row *rows);
 void tdstat_kernel_carry_free(struct tdstat_kernel_carry *carry);
 
 /* objects.c: the rows of -w over [from, to], heaviest first, names

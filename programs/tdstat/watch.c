@@ -227,7 +227,8 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 		if (interval.comm[0])
 			memcpy(plot_comm, interval.comm, sizeof(plot_comm));
 	}
-	free(threads);
+	if (!tdstat_kernel_carry_take(&kernel_carry, threads))
+		free(threads);
 	free(objects);
 }
 
