@@ -680,6 +680,32 @@ static bool chunk_cached(const struct tddb_record_cache *cache, const unsigned c
 	return memcmp(records, cache->records + (size_t)base * size, (size_t)n * size) == 0;
 }
 
+/* Whether a chunk that is not all as kept has at most
+ * SPARSE_CHANGED_MAX records that are not (their indices in
+ * changed_at[], *changed of them), every other one kept with its detail
+ * if wanted: those others are consistent as they are (chunk_cached's
+ * rule, record by record). */
+#define SPARSE_CHANGED_MAX 3
+
+static bool chunk_changed(const struct tddb_record_cache *cache, const unsigned char *records, uint32_t base,
+			  uint32_t n, uint32_t size, bool detail, uint32_t *changed_at, uint32_t *changed)
+{
+	uint8_t need = detail ? TDDB_CACHED_DETAIL : TDDB_CACHED_RECORD;
+
+	*changed = 0;
+	if (!cache || base + n > cache->slots)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		if (cache->held[base + i] >= need &&
+		    memcmp(records + (size_t)i * size, cache->records + (size_t)(base + i) * size, size) == 0)
+			continue;
+		if (*changed == SPARSE_CHANGED_MAX)
+			return false;
+		changed_at[(*changed)++] = i;
+	}
+	return *changed > 0;
+}
+
 static void cache_keep(struct tddb_record_cache *cache, const struct tddb_geometry *geometry, uint32_t index,
 		       const unsigned char *record, const unsigned char *detail)
 {
@@ -962,10 +988,18 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			later_reads = true;
 		}
 		cached = err == TD_OK && chunk_cached(cache, first, base, n, size, detail);
-		if (err == TD_OK && detail && !cached)
+		/* A chunk where only a few records moved (a thread or two
+		 * changing state among sleeping ones): those are read again
+		 * one by one (record, detail, record), the others are as
+		 * kept, rather than the whole chunk's details and its second
+		 * copy. */
+		uint32_t changed_at[SPARSE_CHANGED_MAX], changed = 0, next_changed = 0;
+		bool sparse = err == TD_OK && !cached &&
+			      chunk_changed(cache, first, base, n, size, detail, changed_at, &changed);
+		if (err == TD_OK && detail && !cached && !sparse)
 			err = region_read(agent, geometry->details_offset + (uint64_t)base * detail_size, details,
 					  (size_t)n * detail_size);
-		if (err == TD_OK && !cached) {
+		if (err == TD_OK && !cached && !sparse) {
 			err = region_read(agent, offset, second, (size_t)n * size);
 			later_reads = true;
 		}
@@ -973,7 +1007,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		/* Most chunks held still between the two reads: one compare
 		 * of the whole chunk clears every record at once (identical
 		 * bytes satisfy the latch's rule), else record by record. */
-		chunk_stable = cached || (err == TD_OK && memcmp(first, second, (size_t)n * size) == 0);
+		chunk_stable = cached || (err == TD_OK && !sparse && memcmp(first, second, (size_t)n * size) == 0);
 		/* The chunk's closed per-kind time, kept from the last walk
 		 * that read its details: every record as then, in the same
 		 * window, none cut to the window's length then (a cut that
@@ -1000,9 +1034,15 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			chunk_whole_begin(chunk);
 		for (i = 0; i < n && err == TD_OK; i++) {
 			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
+			/* In a sparse chunk, a record that is not one of those
+			 * that moved is as kept. */
+			bool as_kept = sparse && !(next_changed < changed && changed_at[next_changed] == i);
 			unsigned char *d = !detail || from_sums ? NULL
-				: cached ? cache->details + (size_t)(base + i) * detail_size
-					 : details + (size_t)i * detail_size;
+				: cached || as_kept ? cache->details + (size_t)(base + i) * detail_size
+						    : details + (size_t)i * detail_size;
+
+			if (sparse && !as_kept)
+				next_changed++;
 			struct tddb_thread thread;
 
 			struct record_ends record_ends = ends;
@@ -1022,7 +1062,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			}
 
 			thread.index = base + i;
-			if (!chunk_stable && !record_stable(geometry, a, b)) {
+			if (!chunk_stable && !as_kept && (sparse || !record_stable(geometry, a, b))) {
 				/* Read again, so counted up to a clock before that. */
 				if (!image.frozen) {
 					uint64_t reread_now = tddb_max_u64(ends.reader_now, reader_clock(geometry));
@@ -1041,7 +1081,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 				counted_sum += record_ends.open_end;
 				counted_live++;
 			}
-			if (err == TD_OK && !cached)
+			if (err == TD_OK && !cached && !as_kept)
 				cache_keep(cache, geometry, base + i, a, d);
 			if (err == TD_OK && chunk)
 				chunk_whole_note(chunk, &thread);
