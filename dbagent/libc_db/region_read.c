@@ -1014,11 +1014,15 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		 * the window's growth since may have undone). */
 		struct tddb_chunk_kinds *sums = cache && detail && base / per_chunk < cache->chunk_slots
 							? &cache->chunks[base / per_chunk] : NULL;
-		bool from_sums = kinds && sums && cached && sums->valid && sums->records == n &&
-				 sums->window_start_ns == ends.start &&
-				 sums->window_end_ns == view->control.window_end_ns && sums->exit_ns == view->status.exit_ns;
+		bool sums_current = sums && cached && sums->valid && sums->records == n &&
+				    sums->window_start_ns == ends.start &&
+				    sums->window_end_ns == view->control.window_end_ns &&
+				    sums->exit_ns == view->status.exit_ns;
+		bool from_sums = kinds && sums_current;
 		unsigned __int128 open[TDSTAT_WAIT_KIND_COUNT] = { 0 };
-		bool summing = sums && !from_sums;
+		/* Sums that hold for this chunk as it is are not taken again
+		 * (a walk that visits every record anyway). */
+		bool summing = sums && !sums_current;
 		/* The process sums alone: a chunk as kept adds its kept sums,
 		 * no record decoded. */
 		struct tddb_chunk_kinds *chunk = cache && base / per_chunk < cache->chunk_slots
@@ -1028,9 +1032,12 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		    chunk_whole_add(chunk, n, geometry, &ends, detail ? sums : NULL, whole_into, &counted_sum,
 				    &counted_live))
 			continue;
+		bool whole_summing = chunk && !(cached && chunk->whole && chunk->whole_records == n &&
+						chunk->whole_window_start_ns == ends.start);
+
 		if (summing)
-			memset(sums, 0, sizeof(*sums));
-		if (chunk)
+			memset(sums, 0, offsetof(struct tddb_chunk_kinds, whole));
+		if (whole_summing)
 			chunk_whole_begin(chunk);
 		for (i = 0; i < n && err == TD_OK; i++) {
 			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
@@ -1083,7 +1090,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			}
 			if (err == TD_OK && !cached && !as_kept)
 				cache_keep(cache, geometry, base + i, a, d);
-			if (err == TD_OK && chunk)
+			if (err == TD_OK && whole_summing)
 				chunk_whole_note(chunk, &thread);
 			if (err == TD_OK && from_sums && thread.state == TDSTAT_STATE_BLOCKED &&
 			    thread.kind < TDSTAT_WAIT_KIND_COUNT)
@@ -1101,10 +1108,10 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
 				err = visitor(&thread, context);
 		}
-		if (chunk && err == TD_OK && i == n && chunk->whole) {
+		if (whole_summing && err == TD_OK && i == n && chunk->whole) {
 			chunk->whole_records = n;
 			chunk->whole_window_start_ns = ends.start;
-		} else if (chunk) {
+		} else if (whole_summing) {
 			chunk->whole = false;
 		}
 		if (summing && err == TD_OK && i == n) {
@@ -1112,7 +1119,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			sums->window_start_ns = ends.start;
 			sums->window_end_ns = view->control.window_end_ns;
 			sums->exit_ns = view->status.exit_ns;
-		} else if (sums && !from_sums) {
+		} else if (summing || (sums && !sums_current)) {
 			sums->valid = false;
 		}
 		if (from_sums && err == TD_OK)
