@@ -30,6 +30,11 @@
  * snapshot needs does not depend on what the target claims. */
 #define CHUNK_BYTES (64u * 1024u)
 
+/* Records read with the header at most (header_and_records): every
+ * read of a live target costs a system call and a page walk, so a
+ * thousand records come in one read rather than one a chunk. */
+#define LEAD_BYTES_MAX (256u * 1024u)
+
 /* Kept details asked for this many records ahead of their decoding. */
 #define DETAIL_PREFETCH 4
 
@@ -904,17 +909,21 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 	 * they follow it at an aligned offset (record_copy_at). */
 	if (cache && cache->last_count && geometry->records_offset <= TDDB_HEADER_MAX &&
 	    geometry->records_offset % _Alignof(uint64_t) == 0) {
-		led = (uint32_t)tddb_min_u64(tddb_min_u64(cache->last_count, per_chunk), geometry->record_capacity);
+		led = (uint32_t)tddb_min_u64(tddb_min_u64(cache->last_count, tddb_max_u64(per_chunk, LEAD_BYTES_MAX / size)),
+					     geometry->record_capacity);
 		lead_size = geometry->records_offset;
 	}
-	block = malloc(lead_size + (size_t)per_chunk * (2 * (size_t)size + (detail ? detail_size : 0)));
+	/* Room for the records read with the header, or for one chunk. */
+	uint32_t first_records = (uint32_t)tddb_max_u64(led, per_chunk);
+	block = malloc(lead_size + (size_t)first_records * size +
+		       (size_t)per_chunk * ((size_t)size + (detail ? detail_size : 0)));
 	if (!block) {
 		if (cache)
 			pthread_mutex_unlock(&cache->lock);
 		return TD_MALLOC;
 	}
 	first = block + lead_size;
-	second = first + (size_t)per_chunk * size;
+	second = first + (size_t)first_records * size;
 	if (detail)
 		details = second + (size_t)per_chunk * size;
 	if (led && !header_and_records(agent, block, led, view, &err))
@@ -966,13 +975,16 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		uint64_t offset = geometry->records_offset + (uint64_t)base * size;
 		bool cached, chunk_stable;
 		uint32_t i;
+		/* Read with the header (all of it), or now. */
+		bool from_lead = led && base + n <= led;
+		unsigned char *records = from_lead ? first + (size_t)base * size : first;
 
 		/* Each chunk's open intervals end at a clock taken before its
 		 * own reads (the rule of reader_clock holds for any such
 		 * clock): a record is counted up to when it was read, not to
-		 * when the first chunk was, which a walk slowed by a visitor,
+		 * when the records chunk was, which a walk slowed by a visitor,
 		 * by re-reads or by preemption leaves far behind. */
-		if (base > 0 && !image.frozen) {
+		if (base > 0 && !image.frozen && !from_lead) {
 			uint64_t chunk_now = tddb_max_u64(now, reader_clock(geometry));
 
 			ends.open_end = window_end_at(view, chunk_now);
@@ -982,12 +994,12 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		/* Records, details, records: a detail copy is whole when the
 		 * record around it was stable across both record reads.  A
 		 * chunk that is all as the last snapshot left it needs only
-		 * the first read (a sleeping target's usual case). */
-		if (base > 0 || !led) {
-			err = region_read(agent, offset, first, (size_t)n * size);
+		 * the records read (a sleeping target's usual case). */
+		if (!from_lead) {
+			err = region_read(agent, offset, records, (size_t)n * size);
 			later_reads = true;
 		}
-		cached = err == TD_OK && chunk_cached(cache, first, base, n, size, detail);
+		cached = err == TD_OK && chunk_cached(cache, records, base, n, size, detail);
 		/* A chunk where only a few records moved (a thread or two
 		 * changing state among sleeping ones): those are read again
 		 * one by one (record, detail, record), the others are as
@@ -995,7 +1007,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		 * copy. */
 		uint32_t changed_at[SPARSE_CHANGED_MAX], changed = 0, next_changed = 0;
 		bool sparse = err == TD_OK && !cached &&
-			      chunk_changed(cache, first, base, n, size, detail, changed_at, &changed);
+			      chunk_changed(cache, records, base, n, size, detail, changed_at, &changed);
 		if (err == TD_OK && detail && !cached && !sparse)
 			err = region_read(agent, geometry->details_offset + (uint64_t)base * detail_size, details,
 					  (size_t)n * detail_size);
@@ -1007,7 +1019,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		/* Most chunks held still between the two reads: one compare
 		 * of the whole chunk clears every record at once (identical
 		 * bytes satisfy the latch's rule), else record by record. */
-		chunk_stable = cached || (err == TD_OK && !sparse && memcmp(first, second, (size_t)n * size) == 0);
+		chunk_stable = cached || (err == TD_OK && !sparse && memcmp(records, second, (size_t)n * size) == 0);
 		/* The chunk's closed per-kind time, kept from the last walk
 		 * that read its details: every record as then, in the same
 		 * window, none cut to the window's length then (a cut that
@@ -1040,7 +1052,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		if (whole_summing)
 			chunk_whole_begin(chunk);
 		for (i = 0; i < n && err == TD_OK; i++) {
-			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
+			unsigned char *a = records + (size_t)i * size, *b = second + (size_t)i * size;
 			/* In a sparse chunk, a record that is not one of those
 			 * that moved is as kept. */
 			bool as_kept = sparse && !(next_changed < changed && changed_at[next_changed] == i);
@@ -1059,7 +1071,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			 * before them are decoded (a snapshot at 100 Hz finds them
 			 * out of the CPU's caches). */
 			if (cached && d && i + DETAIL_PREFETCH < n) {
-				uint32_t parity = record_seq(geometry, first + (size_t)(i + DETAIL_PREFETCH) * size) & 1u;
+				uint32_t parity = record_seq(geometry, records + (size_t)(i + DETAIL_PREFETCH) * size) & 1u;
 				const unsigned char *ahead = cache->details +
 							     (size_t)(base + i + DETAIL_PREFETCH) * detail_size +
 							     geometry->layout.detail_copies + parity * geometry->layout.detail_copy_size;
