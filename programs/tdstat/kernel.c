@@ -385,7 +385,6 @@ done:
 	schedstat_files.files = sampling.kept;
 	schedstat_files.count = sampling.kept_count;
 	sort_unless_sorted(sample->threads, sample->count, sizeof(*sample->threads), by_tid);
-	if (getenv("R6DEBUG")) fprintf(stderr, "sample count %zu cost %lu listed %zu\n", sample->count, (unsigned long)sample->cost_ns, task_directory.listed);
 	return sample->count > 0;
 }
 
