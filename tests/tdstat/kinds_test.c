@@ -528,11 +528,10 @@ Test(kinds, a_thread_that_runs_between_lines_shows_its_cpu)
 			cr_assert_geq(busy, rows / 2, "%s: %d of %d rows with CPU (%.3f s in %.3f s): %s", names[n],
 				      busy, rows, spent[n], run_s, output);
 		/* The lines cover the run but for tdstat's start and its
-		 * first line. */
+		 * first line.  (Not at most the kernel's count: a line
+		 * between two kernel readings repeats the last one's.) */
 		cr_assert_gt(shown, 0.5 * spent[n], "%s: the lines show %.3f s of CPU, the kernel counted %.3f s: %s",
 			     names[n], shown, spent[n], output);
-		cr_assert_leq(shown, spent[n] * 1.1 + 0.01, "%s: %.3f s shown, %.3f s counted", names[n], shown,
-			      spent[n]);
 	}
 	cursor = output;
 	while (next_line_with(&cursor, "\"wait\":\"cond\"", line, sizeof(line))) {
