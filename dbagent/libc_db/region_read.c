@@ -30,6 +30,11 @@
  * snapshot needs does not depend on what the target claims. */
 #define CHUNK_BYTES (64u * 1024u)
 
+/* Records read with the header at most (header_and_records): every
+ * read of a live target costs a system call and a page walk, so a
+ * thousand records come in one read rather than one a chunk. */
+#define LEAD_BYTES_MAX (256u * 1024u)
+
 /* Kept details asked for this many records ahead of their decoding. */
 #define DETAIL_PREFETCH 4
 
@@ -349,8 +354,10 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	/* Closed intervals lie inside the window: clamp hostile values. */
 	acc_tracked = current ? tddb_min_u64(copy->acc_tracked_ns, length) : 0;
 	acc_runnable = current ? tddb_min_u64(copy->acc_runnable_ns, acc_tracked) : 0;
-	thread->tracked_ns = acc_tracked;
-	thread->runnable_ns = acc_runnable;
+	thread->tracked_ns = thread->closed_tracked_ns = acc_tracked;
+	thread->runnable_ns = thread->closed_runnable_ns = acc_runnable;
+	thread->changing = pending > thread->since_ns;
+	thread->open_from_ns = current ? tddb_max_u64(thread->since_ns, window->start) : window->start;
 	/* Without the details idle_ns is left as it is (struct tddb_thread):
 	 * clearing it was a tenth of a sleeping target's snapshot. */
 	if (detail && !current) {
@@ -378,7 +385,7 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 	if (thread->state != TDSTAT_STATE_FREE) {
 		/* A record on an older window has not changed state since this
 		 * one began (region.h): its open interval starts with it. */
-		uint64_t from = current ? tddb_max_u64(thread->since_ns, window->start) : window->start;
+		uint64_t from = thread->open_from_ns;
 		uint64_t to = window->open_end;
 
 		/* A change under way since pending_ns: the old state lasted
@@ -678,6 +685,32 @@ static bool chunk_cached(const struct tddb_record_cache *cache, const unsigned c
 	return memcmp(records, cache->records + (size_t)base * size, (size_t)n * size) == 0;
 }
 
+/* Whether a chunk that is not all as kept has at most
+ * SPARSE_CHANGED_MAX records that are not (their indices in
+ * changed_at[], *changed of them), every other one kept with its detail
+ * if wanted: those others are consistent as they are (chunk_cached's
+ * rule, record by record). */
+#define SPARSE_CHANGED_MAX 3
+
+static bool chunk_changed(const struct tddb_record_cache *cache, const unsigned char *records, uint32_t base,
+			  uint32_t n, uint32_t size, bool detail, uint32_t *changed_at, uint32_t *changed)
+{
+	uint8_t need = detail ? TDDB_CACHED_DETAIL : TDDB_CACHED_RECORD;
+
+	*changed = 0;
+	if (!cache || base + n > cache->slots)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		if (cache->held[base + i] >= need &&
+		    memcmp(records + (size_t)i * size, cache->records + (size_t)(base + i) * size, size) == 0)
+			continue;
+		if (*changed == SPARSE_CHANGED_MAX)
+			return false;
+		changed_at[(*changed)++] = i;
+	}
+	return *changed > 0;
+}
+
 static void cache_keep(struct tddb_record_cache *cache, const struct tddb_geometry *geometry, uint32_t index,
 		       const unsigned char *record, const unsigned char *detail)
 {
@@ -731,16 +764,130 @@ static bool header_and_records(const struct td_thragent *agent, unsigned char *l
 	return true;
 }
 
+/* The process sums (a visitor), and a caller's visitor beside them. */
+struct process_sums {
+	uint32_t live;
+	uint32_t used;                 /* records that contributed anything */
+	uint32_t runnable_live;
+	uint64_t seq_sum;
+	uint64_t latest_since;
+	unsigned __int128 tracked;
+	unsigned __int128 runnable;
+	unsigned __int128 idle[TDSTAT_WAIT_KIND_COUNT];
+	tddb_thread_visitor *also;
+	void *also_context;
+};
+
+/*
+ * The kept sums of a whole chunk (struct tddb_chunk_kinds, `whole`):
+ * what add_thread adds up for its records, without the open intervals,
+ * which are linear in the snapshot's clock when every record is plain.
+ */
+static void chunk_whole_begin(struct tddb_chunk_kinds *chunk)
+{
+	memset(&chunk->whole, 0, sizeof(*chunk) - offsetof(struct tddb_chunk_kinds, whole));
+	chunk->whole = true;
+}
+
+static void chunk_whole_note(struct tddb_chunk_kinds *chunk, const struct tddb_thread *thread)
+{
+	if (thread->clamped || (thread->state != TDSTAT_STATE_FREE && thread->changing) ||
+	    (thread->state == TDSTAT_STATE_BLOCKED && thread->kind >= TDSTAT_WAIT_KIND_COUNT)) {
+		chunk->whole = false;
+		return;
+	}
+	if (thread->state == TDSTAT_STATE_FREE && thread->tracked_ns == 0)
+		return; /* not visited */
+	chunk->used++;
+	chunk->seq_sum += thread->seq;
+	chunk->tracked += thread->closed_tracked_ns;
+	chunk->runnable += thread->closed_runnable_ns;
+	chunk->acc_max = tddb_max_u64(chunk->acc_max, thread->closed_tracked_ns);
+	if (thread->state == TDSTAT_STATE_FREE)
+		return;
+	__int128 excess = (__int128)thread->closed_tracked_ns - (__int128)thread->open_from_ns;
+
+	chunk->live++;
+	chunk->latest_since = tddb_max_u64(chunk->latest_since, thread->since_ns);
+	if (thread->state == TDSTAT_STATE_RUNNABLE) {
+		chunk->runnable_excess = chunk->runnable_open ? (excess > chunk->runnable_excess ? excess : chunk->runnable_excess) : excess;
+		chunk->runnable_live++;
+		chunk->runnable_open++;
+		chunk->runnable_from += thread->open_from_ns;
+		chunk->runnable_from_max = tddb_max_u64(chunk->runnable_from_max, thread->open_from_ns);
+	} else {
+		chunk->blocked_excess = chunk->blocked_open ? (excess > chunk->blocked_excess ? excess : chunk->blocked_excess) : excess;
+		chunk->blocked_open++;
+		chunk->blocked_by_kind[thread->kind]++;
+		chunk->blocked_from[thread->kind] += thread->open_from_ns;
+		chunk->blocked_from_max = tddb_max_u64(chunk->blocked_from_max, thread->open_from_ns);
+	}
+}
+
+/* Whether every open interval of the chunk runs from its start to the
+ * same end, uncut (thread_decode's rule then reduces to that end less
+ * the start): `to` after every `from`, and no record's tracked time
+ * past the window's length. */
+static bool open_linear(uint32_t open, uint64_t to, uint64_t from_max, __int128 excess, uint64_t length)
+{
+	return open == 0 || (to > from_max && (__int128)to + excess <= (__int128)length);
+}
+
+/*
+ * A chunk found as kept, added to the process sums from its kept sums
+ * (with the per-kind closed time of `kinds_from` when the caller wants
+ * the kinds), exactly as its records one by one would add up; false,
+ * having added nothing, when the sums do not apply to this snapshot.
+ */
+static bool chunk_whole_add(const struct tddb_chunk_kinds *chunk, uint32_t records, const struct tddb_geometry *geometry,
+			    const struct record_ends *ends, const struct tddb_chunk_kinds *kinds_from,
+			    struct process_sums *into, unsigned __int128 *counted_sum, uint32_t *counted_live)
+{
+	uint64_t length = ends->read_end > ends->start ? ends->read_end - ends->start : 0;
+	uint64_t runnable_to = ends->open_end;
+	uint64_t blocked_to = tddb_min_u64(ends->open_end, ends->reader_now - tddb_min_u64(geometry->commit_lag_ns,
+											     ends->reader_now));
+
+	if (!chunk->whole || chunk->whole_records != records || chunk->whole_window_start_ns != ends->start ||
+	    chunk->acc_max > length ||
+	    !open_linear(chunk->runnable_open, runnable_to, chunk->runnable_from_max, chunk->runnable_excess, length) ||
+	    !open_linear(chunk->blocked_open, blocked_to, chunk->blocked_from_max, chunk->blocked_excess, length))
+		return false;
+	unsigned __int128 runnable_open = (unsigned __int128)chunk->runnable_open * runnable_to - chunk->runnable_from;
+	unsigned __int128 blocked_open = 0;
+
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
+		unsigned __int128 open = (unsigned __int128)chunk->blocked_by_kind[k] * blocked_to - chunk->blocked_from[k];
+
+		blocked_open += open;
+		if (kinds_from)
+			into->idle[k] += kinds_from->idle[k] + open;
+	}
+	into->live += chunk->live;
+	into->used += chunk->used;
+	into->runnable_live += chunk->runnable_live;
+	into->seq_sum += chunk->seq_sum;
+	into->latest_since = tddb_max_u64(into->latest_since, chunk->latest_since);
+	into->tracked += chunk->tracked + runnable_open + blocked_open;
+	into->runnable += chunk->runnable + runnable_open;
+	*counted_sum += (unsigned __int128)chunk->live * ends->open_end;
+	*counted_live += chunk->live;
+	return true;
+}
+
 /* tddb_threads_visit; *checked_after: the header was read after every
  * record (so the control block held still across all of them).  With
- * `kinds` (the process sums only, and the details), the per-kind time of
- * a chunk that is as kept is added there from its kept sums, and its
- * records are visited without the details (struct tddb_chunk_kinds);
- * the others are visited with them. */
+ * `whole_into` (the process sums only: `visitor` is add_thread on it), a
+ * chunk that is as kept is added there from its kept sums, none of its
+ * records decoded (chunk_whole_add); failing that, with the details, the
+ * per-kind time of such a chunk comes from its kept sums and its records
+ * are visited without the details (struct tddb_chunk_kinds); the others
+ * are visited with them. */
 static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
 			      void *context, struct tddb_header_view *view, struct tddb_window *window,
-			      bool *checked_after, unsigned __int128 *kinds)
+			      bool *checked_after, struct process_sums *whole_into)
 {
+	unsigned __int128 *kinds = whole_into && detail ? whole_into->idle : NULL;
 	const struct tddb_geometry *geometry = &agent->geometry;
 	uint32_t size = geometry->record_size, detail_size = geometry->detail_size;
 	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(size, detail_size);
@@ -762,17 +909,21 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 	 * they follow it at an aligned offset (record_copy_at). */
 	if (cache && cache->last_count && geometry->records_offset <= TDDB_HEADER_MAX &&
 	    geometry->records_offset % _Alignof(uint64_t) == 0) {
-		led = (uint32_t)tddb_min_u64(tddb_min_u64(cache->last_count, per_chunk), geometry->record_capacity);
+		led = (uint32_t)tddb_min_u64(tddb_min_u64(cache->last_count, tddb_max_u64(per_chunk, LEAD_BYTES_MAX / size)),
+					     geometry->record_capacity);
 		lead_size = geometry->records_offset;
 	}
-	block = malloc(lead_size + (size_t)per_chunk * (2 * (size_t)size + (detail ? detail_size : 0)));
+	/* Room for the records read with the header, or for one chunk. */
+	uint32_t first_records = (uint32_t)tddb_max_u64(led, per_chunk);
+	block = malloc(lead_size + (size_t)first_records * size +
+		       (size_t)per_chunk * ((size_t)size + (detail ? detail_size : 0)));
 	if (!block) {
 		if (cache)
 			pthread_mutex_unlock(&cache->lock);
 		return TD_MALLOC;
 	}
 	first = block + lead_size;
-	second = first + (size_t)per_chunk * size;
+	second = first + (size_t)first_records * size;
 	if (detail)
 		details = second + (size_t)per_chunk * size;
 	if (led && !header_and_records(agent, block, led, view, &err))
@@ -824,13 +975,16 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		uint64_t offset = geometry->records_offset + (uint64_t)base * size;
 		bool cached, chunk_stable;
 		uint32_t i;
+		/* Read with the header (all of it), or now. */
+		bool from_lead = led && base + n <= led;
+		unsigned char *records = from_lead ? first + (size_t)base * size : first;
 
 		/* Each chunk's open intervals end at a clock taken before its
 		 * own reads (the rule of reader_clock holds for any such
 		 * clock): a record is counted up to when it was read, not to
-		 * when the first chunk was, which a walk slowed by a visitor,
+		 * when the records chunk was, which a walk slowed by a visitor,
 		 * by re-reads or by preemption leaves far behind. */
-		if (base > 0 && !image.frozen) {
+		if (base > 0 && !image.frozen && !from_lead) {
 			uint64_t chunk_now = tddb_max_u64(now, reader_clock(geometry));
 
 			ends.open_end = window_end_at(view, chunk_now);
@@ -840,16 +994,24 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		/* Records, details, records: a detail copy is whole when the
 		 * record around it was stable across both record reads.  A
 		 * chunk that is all as the last snapshot left it needs only
-		 * the first read (a sleeping target's usual case). */
-		if (base > 0 || !led) {
-			err = region_read(agent, offset, first, (size_t)n * size);
+		 * the records read (a sleeping target's usual case). */
+		if (!from_lead) {
+			err = region_read(agent, offset, records, (size_t)n * size);
 			later_reads = true;
 		}
-		cached = err == TD_OK && chunk_cached(cache, first, base, n, size, detail);
-		if (err == TD_OK && detail && !cached)
+		cached = err == TD_OK && chunk_cached(cache, records, base, n, size, detail);
+		/* A chunk where only a few records moved (a thread or two
+		 * changing state among sleeping ones): those are read again
+		 * one by one (record, detail, record), the others are as
+		 * kept, rather than the whole chunk's details and its second
+		 * copy. */
+		uint32_t changed_at[SPARSE_CHANGED_MAX], changed = 0, next_changed = 0;
+		bool sparse = err == TD_OK && !cached &&
+			      chunk_changed(cache, records, base, n, size, detail, changed_at, &changed);
+		if (err == TD_OK && detail && !cached && !sparse)
 			err = region_read(agent, geometry->details_offset + (uint64_t)base * detail_size, details,
 					  (size_t)n * detail_size);
-		if (err == TD_OK && !cached) {
+		if (err == TD_OK && !cached && !sparse) {
 			err = region_read(agent, offset, second, (size_t)n * size);
 			later_reads = true;
 		}
@@ -857,26 +1019,49 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		/* Most chunks held still between the two reads: one compare
 		 * of the whole chunk clears every record at once (identical
 		 * bytes satisfy the latch's rule), else record by record. */
-		chunk_stable = cached || (err == TD_OK && memcmp(first, second, (size_t)n * size) == 0);
+		chunk_stable = cached || (err == TD_OK && !sparse && memcmp(records, second, (size_t)n * size) == 0);
 		/* The chunk's closed per-kind time, kept from the last walk
 		 * that read its details: every record as then, in the same
 		 * window, none cut to the window's length then (a cut that
 		 * the window's growth since may have undone). */
 		struct tddb_chunk_kinds *sums = cache && detail && base / per_chunk < cache->chunk_slots
 							? &cache->chunks[base / per_chunk] : NULL;
-		bool from_sums = kinds && sums && cached && sums->valid && sums->records == n &&
-				 sums->window_start_ns == ends.start &&
-				 sums->window_end_ns == view->control.window_end_ns && sums->exit_ns == view->status.exit_ns;
+		bool sums_current = sums && cached && sums->valid && sums->records == n &&
+				    sums->window_start_ns == ends.start &&
+				    sums->window_end_ns == view->control.window_end_ns &&
+				    sums->exit_ns == view->status.exit_ns;
+		bool from_sums = kinds && sums_current;
 		unsigned __int128 open[TDSTAT_WAIT_KIND_COUNT] = { 0 };
-		bool summing = sums && !from_sums;
+		/* Sums that hold for this chunk as it is are not taken again
+		 * (a walk that visits every record anyway). */
+		bool summing = sums && !sums_current;
+		/* The process sums alone: a chunk as kept adds its kept sums,
+		 * no record decoded. */
+		struct tddb_chunk_kinds *chunk = cache && base / per_chunk < cache->chunk_slots
+							 ? &cache->chunks[base / per_chunk] : NULL;
+
+		if (whole_into && chunk && cached && err == TD_OK && (!detail || from_sums) &&
+		    chunk_whole_add(chunk, n, geometry, &ends, detail ? sums : NULL, whole_into, &counted_sum,
+				    &counted_live))
+			continue;
+		bool whole_summing = chunk && !(cached && chunk->whole && chunk->whole_records == n &&
+						chunk->whole_window_start_ns == ends.start);
 
 		if (summing)
-			memset(sums, 0, sizeof(*sums));
+			memset(sums, 0, offsetof(struct tddb_chunk_kinds, whole));
+		if (whole_summing)
+			chunk_whole_begin(chunk);
 		for (i = 0; i < n && err == TD_OK; i++) {
-			unsigned char *a = first + (size_t)i * size, *b = second + (size_t)i * size;
+			unsigned char *a = records + (size_t)i * size, *b = second + (size_t)i * size;
+			/* In a sparse chunk, a record that is not one of those
+			 * that moved is as kept. */
+			bool as_kept = sparse && !(next_changed < changed && changed_at[next_changed] == i);
 			unsigned char *d = !detail || from_sums ? NULL
-				: cached ? cache->details + (size_t)(base + i) * detail_size
-					 : details + (size_t)i * detail_size;
+				: cached || as_kept ? cache->details + (size_t)(base + i) * detail_size
+						    : details + (size_t)i * detail_size;
+
+			if (sparse && !as_kept)
+				next_changed++;
 			struct tddb_thread thread;
 
 			struct record_ends record_ends = ends;
@@ -886,7 +1071,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			 * before them are decoded (a snapshot at 100 Hz finds them
 			 * out of the CPU's caches). */
 			if (cached && d && i + DETAIL_PREFETCH < n) {
-				uint32_t parity = record_seq(geometry, first + (size_t)(i + DETAIL_PREFETCH) * size) & 1u;
+				uint32_t parity = record_seq(geometry, records + (size_t)(i + DETAIL_PREFETCH) * size) & 1u;
 				const unsigned char *ahead = cache->details +
 							     (size_t)(base + i + DETAIL_PREFETCH) * detail_size +
 							     geometry->layout.detail_copies + parity * geometry->layout.detail_copy_size;
@@ -896,7 +1081,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			}
 
 			thread.index = base + i;
-			if (!chunk_stable && !record_stable(geometry, a, b)) {
+			if (!chunk_stable && !as_kept && (sparse || !record_stable(geometry, a, b))) {
 				/* Read again, so counted up to a clock before that. */
 				if (!image.frozen) {
 					uint64_t reread_now = tddb_max_u64(ends.reader_now, reader_clock(geometry));
@@ -915,8 +1100,10 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 				counted_sum += record_ends.open_end;
 				counted_live++;
 			}
-			if (err == TD_OK && !cached)
+			if (err == TD_OK && !cached && !as_kept)
 				cache_keep(cache, geometry, base + i, a, d);
+			if (err == TD_OK && whole_summing)
+				chunk_whole_note(chunk, &thread);
 			if (err == TD_OK && from_sums && thread.state == TDSTAT_STATE_BLOCKED &&
 			    thread.kind < TDSTAT_WAIT_KIND_COUNT)
 				open[thread.kind] += thread.blocked_open_ns;
@@ -933,12 +1120,18 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
 				err = visitor(&thread, context);
 		}
+		if (whole_summing && err == TD_OK && i == n && chunk->whole) {
+			chunk->whole_records = n;
+			chunk->whole_window_start_ns = ends.start;
+		} else if (whole_summing) {
+			chunk->whole = false;
+		}
 		if (summing && err == TD_OK && i == n) {
 			sums->records = n;
 			sums->window_start_ns = ends.start;
 			sums->window_end_ns = view->control.window_end_ns;
 			sums->exit_ns = view->status.exit_ns;
-		} else if (sums && !from_sums) {
+		} else if (summing || (sums && !sums_current)) {
 			sums->valid = false;
 		}
 		if (from_sums && err == TD_OK)
@@ -966,19 +1159,6 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 	return threads_visit(agent, detail, visitor, context, view, window, &checked_after, NULL);
 }
 
-/* The process sums (a visitor), and a caller's visitor beside them. */
-struct process_sums {
-	uint32_t live;
-	uint32_t used;                 /* records that contributed anything */
-	uint32_t runnable_live;
-	uint64_t seq_sum;
-	uint64_t latest_since;
-	unsigned __int128 tracked;
-	unsigned __int128 runnable;
-	unsigned __int128 idle[TDSTAT_WAIT_KIND_COUNT];
-	tddb_thread_visitor *also;
-	void *also_context;
-};
 
 static td_err_e add_thread(const struct tddb_thread *thread, void *context)
 {
@@ -1030,7 +1210,7 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 
 		/* The process sums alone may take a chunk's kinds whole. */
 		err = threads_visit(agent, detail, add_thread, &sums, &view, &window, &checked_after,
-				    detail && !visitor ? sums.idle : NULL);
+				    visitor ? NULL : &sums);
 		/* A caller's visitor saw every record once: the walk cannot be
 		 * taken back, and the sums agree with what it saw.  A walk
 		 * whose header was read again after its records is checked

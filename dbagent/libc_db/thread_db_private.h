@@ -111,6 +111,32 @@ struct tddb_chunk_kinds {
 	 * time was checked against (clamped). */
 	uint64_t window_start_ns, window_end_ns, exit_ns;
 	unsigned __int128 idle[TDSTAT_WAIT_KIND_COUNT];
+	/*
+	 * The whole chunk's part of the process sums, from its records as
+	 * kept (any walk, with or without the details), so that a snapshot
+	 * of the process's figures alone that finds the chunk as kept adds
+	 * it up without decoding a record (region_read.c, chunk_whole_add).
+	 * Valid only when every record is plain: no change under way, a
+	 * known state and kind.  The open intervals are then linear in the
+	 * snapshot's clock: per state (and per kind) the number of live
+	 * records and the sum of where their open intervals start.
+	 */
+	bool whole;
+	uint32_t whole_records;          /* in the chunk when summed */
+	uint64_t whole_window_start_ns; /* the window it was summed in */
+	uint32_t live, used, runnable_live;
+	uint64_t seq_sum, latest_since;
+	uint64_t acc_max;                /* largest closed tracked time */
+	unsigned __int128 tracked, runnable; /* closed time */
+	uint32_t runnable_open;          /* live RUNNABLE records */
+	unsigned __int128 runnable_from; /* the sum of their open intervals' starts */
+	uint64_t runnable_from_max;
+	__int128 runnable_excess;        /* the largest closed time less open start */
+	uint32_t blocked_open;           /* live BLOCKED records */
+	uint64_t blocked_from_max;
+	__int128 blocked_excess;
+	uint32_t blocked_by_kind[TDSTAT_WAIT_KIND_COUNT];
+	unsigned __int128 blocked_from[TDSTAT_WAIT_KIND_COUNT];
 };
 #define TDDB_CACHED_NONE 0
 #define TDDB_CACHED_RECORD 1
@@ -215,6 +241,12 @@ struct tddb_thread {
 	 * detail), and whether the copy's closed time was cut to the window. */
 	uint64_t blocked_open_ns;
 	bool clamped;
+	/* For the kept chunk sums: the closed time (tracked_ns and
+	 * runnable_ns less the open interval), where the open interval
+	 * starts, and whether a change was under way (pending_ns). */
+	uint64_t closed_tracked_ns, closed_runnable_ns;
+	uint64_t open_from_ns;
+	bool changing;
 };
 
 /* Called once per record in use; a non-TD_OK answer stops the walk. */

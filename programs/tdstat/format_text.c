@@ -21,9 +21,24 @@
  * tables under theirs, a blank line.  What the block printed last. */
 enum printed { PRINTED_NOTHING, PRINTED_LINE, PRINTED_THREAD, PRINTED_OBJECT, PRINTED_SYNC };
 
+/* The rows of -t of one line, as printed (struct row_key): sorted by tid,
+ * their texts one after another in `text`. */
+struct row_key;
+struct kept_rows {
+	struct kept_row *rows;
+	size_t count, capacity;
+	char *text;
+	size_t used, room;
+};
+
 struct text_state {
 	enum printed last;
+	/* The last line's rows and this line's, for reuse (thread()). */
+	struct kept_rows before, now;
+	size_t before_at; /* the merge's place in `before` */
 };
+
+static void rows_next_line(struct text_state *state);
 
 static bool tables(const struct tdstat_output *output)
 {
@@ -260,6 +275,8 @@ static void process(struct tdstat_output *output, const struct tdstat_interval *
 	}
 	if (tables(output))
 		live_header(output->out);
+	if (state)
+		rows_next_line(state);
 	live_row(output->out, line);
 	if (state)
 		state->last = PRINTED_LINE;
@@ -296,6 +313,151 @@ static size_t tid_text(char *text, pid_t tid)
 	return at;
 }
 
+/*
+ * Everything a row of -t prints, as the text shows it: the shares in
+ * hundredths (-1: "-"), the kinds shown in their order, the names (the
+ * interned strings of threads.c, the same pointer for the same text
+ * while their generation holds).  Two rows with equal keys print the
+ * same bytes, so a row whose key is the one its thread had at the last
+ * line is copied from that line's text rather than formatted: at 100
+ * lines a second on a thousand sleeping threads, most rows.  Zeroed
+ * whole before it is filled: compared with memcmp.
+ */
+struct row_key {
+	pid_t tid;
+	int32_t wait_kind;
+	uint64_t names_generation;
+	const char *name, *object_name, *site_name;
+	uint64_t site;
+	int16_t shares[5];      /* runnable, cpu, run queue, idle, untracked */
+	uint8_t tracked;
+	uint8_t kinds_shown;    /* UINT8_MAX: "-" (not its own) */
+	uint8_t kind_order[TDSTAT_WAIT_KIND_COUNT];
+	int16_t kind_share[TDSTAT_WAIT_KIND_COUNT];
+};
+
+struct kept_row {
+	struct row_key key;
+	size_t text_at, length;
+};
+
+/* share_text's hundredths, when it prints them from its table; false
+ * for what it prints otherwise (not cached). */
+static bool share_key(bool known, double share, int16_t *key)
+{
+	if (!known) {
+		*key = -1;
+		return true;
+	}
+	if (!(share >= 0 && share < 1e15))
+		return false;
+	double hundredths = rint(share * 100);
+
+	if (hundredths >= SHARE_TABLE)
+		return false;
+	*key = (int16_t)hundredths;
+	return true;
+}
+
+/* The key of a row; false when it has something the key does not hold
+ * (such a row is formatted every time). */
+static bool row_key_of(const struct tdstat_thread_row *row, struct row_key *key)
+{
+	bool own = row->tracked && row->shim_known;
+	bool shown[TDSTAT_WAIT_KIND_COUNT] = { false };
+
+	memset(key, 0, sizeof(*key));
+	key->tid = row->tid;
+	key->wait_kind = row->wait_kind;
+	key->names_generation = row->names_generation;
+	key->name = row->name;
+	key->object_name = row->object_name;
+	key->site_name = row->site_name;
+	key->site = row->site;
+	key->tracked = row->tracked;
+	if (!share_key(own, row->runnable, &key->shares[0]) || !share_key(row->has_kernel, row->cpu, &key->shares[1]) ||
+	    !share_key(row->has_kernel, row->run_queue, &key->shares[2]) || !share_key(own, row->idle, &key->shares[3]) ||
+	    !share_key(row->untracked >= 0, row->untracked, &key->shares[4]))
+		return false;
+	if (!own) {
+		key->kinds_shown = UINT8_MAX;
+		return true;
+	}
+	/* idle_by_text's order: heaviest first, the first kind on a tie. */
+	for (;;) {
+		int heaviest = -1;
+
+		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+			if (!shown[k] && row->idle_by[k] >= SHOWN_MIN &&
+			    (heaviest < 0 || row->idle_by[k] > row->idle_by[heaviest]))
+				heaviest = k;
+		if (heaviest < 0)
+			break;
+		shown[heaviest] = true;
+		if (!share_key(true, row->idle_by[heaviest], &key->kind_share[key->kinds_shown]))
+			return false;
+		key->kind_order[key->kinds_shown++] = (uint8_t)heaviest;
+	}
+	return true;
+}
+
+/* The last line's text of this row, when its key is the same. */
+static const struct kept_row *row_before(struct text_state *state, const struct row_key *key)
+{
+	struct kept_rows *before = &state->before;
+
+	while (state->before_at < before->count && before->rows[state->before_at].key.tid < key->tid)
+		state->before_at++;
+	if (state->before_at < before->count && memcmp(&before->rows[state->before_at].key, key, sizeof(*key)) == 0)
+		return &before->rows[state->before_at];
+	return NULL;
+}
+
+/* Kept for the next line (rows in increasing tid order only). */
+static void row_keep(struct text_state *state, const struct row_key *key, const char *text, size_t length)
+{
+	struct kept_rows *now = &state->now;
+
+	if (now->count && now->rows[now->count - 1].key.tid >= key->tid)
+		return;
+	if (now->count == now->capacity) {
+		size_t grown = now->capacity ? 2 * now->capacity : 256;
+		struct kept_row *rows = realloc(now->rows, grown * sizeof(*rows));
+
+		if (!rows)
+			return;
+		now->rows = rows;
+		now->capacity = grown;
+	}
+	if (now->used + length > now->room) {
+		size_t grown = now->room ? 2 * now->room : 64 * 1024;
+		char *text_room;
+
+		while (grown < now->used + length)
+			grown *= 2;
+		text_room = realloc(now->text, grown);
+		if (!text_room)
+			return;
+		now->text = text_room;
+		now->room = grown;
+	}
+	memcpy(now->text + now->used, text, length);
+	now->rows[now->count++] = (struct kept_row){ .key = *key, .text_at = now->used, .length = length };
+	now->used += length;
+}
+
+/* A new line: its rows are compared with the last line's. */
+static void rows_next_line(struct text_state *state)
+{
+	struct kept_rows done = state->before;
+
+	state->before = state->now;
+	state->now = done;
+	state->now.count = 0;
+	state->now.used = 0;
+	state->before_at = 0;
+}
+
 /* -t: the columns of tdstat(1), "Threads". */
 static void thread(struct tdstat_output *output, const struct tdstat_thread_row *row)
 {
@@ -323,6 +485,18 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 		table_header(output, PRINTED_THREAD,
 			     "     TID NAME             RUNNABLE    CPU   RUNQ   IDLE UNTRACKED  IDLE BY KIND"
 			     "                   WAITING NOW IN\n");
+	struct row_key key;
+	bool keyed = state && row_key_of(row, &key);
+
+	if (keyed) {
+		const struct kept_row *before = row_before(state, &key);
+
+		if (before) {
+			fwrite(state->before.text + before->text_at, 1, before->length, output->out);
+			row_keep(state, &key, state->before.text + before->text_at, before->length);
+			return;
+		}
+	}
 	/* "%8d %-16s %8s %6s %6s %6s %9s  %-30s %s\n" */
 	put_padded_length(&text, tid, tid_text(tid, row->tid), 8, true);
 	put_spaces(&text, 1);
@@ -366,6 +540,8 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 	}
 	*text.at++ = '\n';
 	fwrite(line, 1, (size_t)(text.at - line), output->out);
+	if (keyed)
+		row_keep(state, &key, line, (size_t)(text.at - line));
 }
 
 /* -w: the columns of tdstat(1), "Objects"; rows under SHOWN_MIN left out. */
@@ -456,8 +632,21 @@ static void end(struct tdstat_output *output)
 		fputc('\n', output->out);
 }
 
+static void kept_rows_free(struct kept_rows *kept)
+{
+	free(kept->rows);
+	free(kept->text);
+	memset(kept, 0, sizeof(*kept));
+}
+
 static void close_output(struct tdstat_output *output)
 {
+	struct text_state *state = output->state;
+
+	if (state) {
+		kept_rows_free(&state->before);
+		kept_rows_free(&state->now);
+	}
 	free(output->state);
 }
 

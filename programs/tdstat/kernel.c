@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,15 +145,175 @@ static int by_tid(const void *a, const void *b)
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
-{
-	char path[64];
-	struct dirent *entry;
-	size_t capacity = 0, kept_count = 0, kept_capacity = 0;
-	struct open_file *kept = NULL;
-	DIR *tasks;
+/* The task directory of the sampled process, kept open: the kernel
+ * counts its threads in the directory's link count (st_nlink - 2)
+ * without walking them, which a listing does. */
+static struct {
+	pid_t pid;
+	int fd;
+	size_t listed;       /* threads the last listing found */
+	uint64_t listed_ns;  /* when */
+} task_directory = { .fd = -1 };
 
+/* Threads the kernel counts in pid now; -1 when it cannot be asked. */
+static long task_count(pid_t pid)
+{
+	struct stat status;
+
+	if (task_directory.fd >= 0 && task_directory.pid != pid) {
+		close(task_directory.fd);
+		task_directory.fd = -1;
+	}
+	if (task_directory.fd < 0) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		task_directory.fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		task_directory.pid = pid;
+		task_directory.listed_ns = 0;
+	}
+	if (task_directory.fd < 0 || fstat(task_directory.fd, &status) != 0 || status.st_nlink < 2)
+		return -1;
+	return (long)status.st_nlink - 2;
+}
+
+/* One thread of a sample being taken: its figures, from `copy` (not
+ * NULL: asleep since it) or from its schedstat file, which stays open
+ * for the next sample when there is room. */
+struct sampling {
+	pid_t pid;
+	struct tdstat_kernel_sample *sample;
+	size_t capacity;
+	struct open_file *kept;
+	size_t kept_count, kept_capacity;
+	bool failed; /* no memory */
+};
+
+/* false: the thread could not be read (it ended). */
+static bool sample_thread(struct sampling *sampling, pid_t tid, const struct tdstat_kernel_thread *copy)
+{
+	struct open_file files = task_files(sampling->pid, tid);
+	uint64_t on_cpu, run_queue;
+	bool read;
+
+	if (files.fd < 0)
+		return false;
+	/* A thread that ends between the listing and the read is simply
+	 * left out. */
+	if (copy) {
+		read = true;
+		on_cpu = copy->on_cpu_ns;
+		run_queue = copy->run_queue_ns;
+	} else {
+		read = read_schedstat(files.fd, &on_cpu, &run_queue);
+	}
+	/* Past what may stay open, a file is opened and closed each
+	 * time. */
+	if (read && sampling->kept_count == sampling->kept_capacity && sampling->kept_count < kept_threads_max) {
+		size_t grown = sampling->kept_capacity ? 2 * sampling->kept_capacity : 64;
+		void *more = realloc(sampling->kept, grown * sizeof(*sampling->kept));
+		if (more) {
+			sampling->kept = more;
+			sampling->kept_capacity = grown;
+		}
+	}
+	if (read && sampling->kept_count < sampling->kept_capacity && sampling->kept_count < kept_threads_max)
+		sampling->kept[sampling->kept_count++] = files;
+	else
+		close_files(&files, 1);
+	if (!read)
+		return false;
+	struct tdstat_kernel_sample *sample = sampling->sample;
+	if (sample->count == sampling->capacity) {
+		size_t grown = sampling->capacity ? 2 * sampling->capacity : 64;
+		void *more = realloc(sample->threads, grown * sizeof(*sample->threads));
+		if (!more) {
+			sampling->failed = true;
+			return true;
+		}
+		sample->threads = more;
+		sampling->capacity = grown;
+	}
+	sample->threads[sample->count++] = (struct tdstat_kernel_thread){ tid, on_cpu + run_queue, on_cpu, run_queue };
+	return true;
+}
+
+static bool tid_in(const pid_t *tids, size_t count, pid_t tid)
+{
+	size_t low = 0, high = count;
+
+	while (low < high) {
+		size_t middle = low + (high - low) / 2;
+
+		if (tids[middle] == tid)
+			return true;
+		if (tids[middle] < tid)
+			low = middle + 1;
+		else
+			high = middle;
+	}
+	return false;
+}
+
+/* Sorted by tid, as most samples come already: no sort then. */
+static void sort_unless_sorted(void *items, size_t count, size_t size, int (*compare)(const void *, const void *))
+{
+	for (size_t i = 1; i < count; i++)
+		if (compare((char *)items + (i - 1) * size, (char *)items + i * size) > 0) {
+			qsort(items, count, size, compare);
+			return;
+		}
+}
+
+/* The threads of `previous` again, without listing the directory: its
+ * threads are those of the files kept open (both sorted by tid), merged
+ * with the sorted `asleep` tids.  false when they are not the same
+ * threads, or one of them could not be read (it ended): the caller
+ * lists the directory. */
+static bool sample_known(struct sampling *sampling, const struct tdstat_kernel_sample *previous, const pid_t *asleep,
+			 size_t asleep_count)
+{
+	struct tdstat_kernel_sample *sample = sampling->sample;
+	size_t count = previous->count, a = 0;
+
+	if (schedstat_files.count != count || count == 0)
+		return false;
+	sampling->kept = malloc(count * sizeof(*sampling->kept));
+	sample->threads = malloc(count * sizeof(*sample->threads));
+	if (!sampling->kept || !sample->threads)
+		return false;
+	sampling->kept_capacity = sampling->capacity = count;
+	for (size_t i = 0; i < count; i++) {
+		struct open_file *file = &schedstat_files.files[i];
+		const struct tdstat_kernel_thread *then = &previous->threads[i];
+		uint64_t on_cpu, run_queue;
+
+		if (file->tid != then->tid || file->fd < 0)
+			return false;
+		while (a < asleep_count && asleep[a] < then->tid)
+			a++;
+		if (a < asleep_count && asleep[a] == then->tid) {
+			on_cpu = then->on_cpu_ns;
+			run_queue = then->run_queue_ns;
+		} else if (!read_schedstat(file->fd, &on_cpu, &run_queue)) {
+			return false;
+		}
+		sampling->kept[sampling->kept_count++] = *file;
+		file->fd = file->comm_fd = -1; /* taken over by this sample */
+		sample->threads[sample->count++] =
+			(struct tdstat_kernel_thread){ then->tid, on_cpu + run_queue, on_cpu, run_queue };
+	}
+	return true;
+}
+
+bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample, const struct tdstat_kernel_sample *previous,
+			  const pid_t *asleep, size_t asleep_count)
+{
+	struct sampling sampling = { .pid = pid, .sample = sample };
+	struct dirent *entry;
+	DIR *tasks;
 	uint64_t begun = monotonic_ns();
+	long threads;
 
 	sample->count = 0;
 	sample->threads = NULL;
@@ -163,64 +324,67 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample)
 		schedstat_files.files = NULL;
 		schedstat_files.count = 0;
 		schedstat_files.pid = pid;
+		previous = NULL;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	tasks = opendir(path);
-	if (!tasks)
+	threads = task_count(pid);
+	/* As many threads as the last listing found, and as the last sample
+	 * read: the same threads (a thread the shim tracks shows in its
+	 * records first; one it does not, that started as another ended,
+	 * waits for the next listing). */
+	if (previous && threads >= 0 && (size_t)threads == task_directory.listed && previous->count == (size_t)threads &&
+	    begun - task_directory.listed_ns < TDSTAT_KERNEL_LIST_NS &&
+	    sample_known(&sampling, previous, asleep, asleep_count) && !sampling.failed)
+		goto done;
+	/* Listed: the files taken so far go back where the listing finds
+	 * them. */
+	for (size_t i = 0; i < sampling.kept_count; i++) {
+		struct open_file *kept = kept_file(sampling.kept[i].tid);
+
+		if (kept && kept->fd < 0 && kept->comm_fd < 0)
+			*kept = sampling.kept[i];
+		else
+			close_files(&sampling.kept[i], 1);
+	}
+	sampling.kept_count = 0;
+	sample->count = 0;
+	sampling.failed = false;
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		tasks = opendir(path);
+	}
+	if (!tasks) {
+		free(sampling.kept);
 		return false;
-	while ((entry = readdir(tasks))) {
+	}
+	while ((entry = readdir(tasks)) && !sampling.failed) {
 		pid_t tid = (pid_t)atoi(entry->d_name);
-		uint64_t on_cpu, run_queue;
-		struct open_file files;
-		bool read;
+		const struct tdstat_kernel_thread *copy = NULL;
 
 		if (tid <= 0)
 			continue;
-		files = task_files(pid, tid);
-		if (files.fd < 0)
-			continue;
-		/* A thread that ends between the listing and the read is
-		 * simply left out. */
-		read = read_schedstat(files.fd, &on_cpu, &run_queue);
-		/* Past what may stay open, a file is opened and closed each
-		 * time. */
-		if (read && kept_count == kept_capacity && kept_count < kept_threads_max) {
-			size_t grown = kept_capacity ? 2 * kept_capacity : 64;
-			void *more = realloc(kept, grown * sizeof(*kept));
-			if (more) {
-				kept = more;
-				kept_capacity = grown;
-			}
-		}
-		if (read && kept_count < kept_capacity && kept_count < kept_threads_max)
-			kept[kept_count++] = files;
-		else
-			close_files(&files, 1);
-		if (!read)
-			continue;
-		if (sample->count == capacity) {
-			size_t grown = capacity ? 2 * capacity : 64;
-			void *more = realloc(sample->threads, grown * sizeof(*sample->threads));
-			if (!more)
-				break;
-			sample->threads = more;
-			capacity = grown;
-		}
-		sample->threads[sample->count++] =
-			(struct tdstat_kernel_thread){ tid, on_cpu + run_queue, on_cpu, run_queue };
+		if (previous && tid_in(asleep, asleep_count, tid))
+			copy = tdstat_kernel_thread_find(previous, tid);
+		sample_thread(&sampling, tid, copy);
 	}
 	closedir(tasks);
+	task_directory.listed = (size_t)(threads >= 0 ? threads : 0);
+	task_directory.listed_ns = begun;
+	/* Counted before the listing: one that changed meanwhile is listed
+	 * again next time. */
+	if (threads < 0 || (size_t)threads != sample->count)
+		task_directory.listed_ns = 0;
+done:
 	sample->taken_ns = monotonic_ns();
 	sample->cost_ns = sample->taken_ns - begun;
 	/* The files of threads that are gone; the others stay open. */
 	close_files(schedstat_files.files, schedstat_files.count);
 	free(schedstat_files.files);
-	if (kept_count)
-		qsort(kept, kept_count, sizeof(*kept), file_by_tid);
-	schedstat_files.files = kept;
-	schedstat_files.count = kept_count;
-	if (sample->count)
-		qsort(sample->threads, sample->count, sizeof(*sample->threads), by_tid);
+	sort_unless_sorted(sampling.kept, sampling.kept_count, sizeof(*sampling.kept), file_by_tid);
+	schedstat_files.files = sampling.kept;
+	schedstat_files.count = sampling.kept_count;
+	sort_unless_sorted(sample->threads, sample->count, sizeof(*sample->threads), by_tid);
 	return sample->count > 0;
 }
 

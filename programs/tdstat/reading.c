@@ -11,6 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int by_tid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 struct growing {
 	struct tdstat_reading *reading;
 	size_t capacity;
@@ -70,37 +77,72 @@ td_err_e tdstat_reading_threads(const td_thragent_t *agent, struct tdstat_readin
 	return err;
 }
 
-td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading, bool kernel)
+/*
+ * The threads whose kernel figures cannot have moved since `base` (the
+ * last reading with them) was taken: blocked, by the shim's record, in
+ * the same wait (same record owner, same moment the wait began) at both
+ * readings, a wait begun at least TDSTAT_COMMIT_LAG_NS before the kernel's
+ * figures of `base` were read (its way into the sleep, the CPU it used
+ * after being marked BLOCKED, was over by then).  Such a thread has not
+ * run, nor waited for a CPU, in between: its schedstat is not read again
+ * (at 100 lines a second on a thousand sleeping threads, reading them
+ * all was most of a line's cost).  What this misses, until the thread's
+ * next change of state: CPU a signal handler or a spurious wake-up
+ * inside the wait used, and the run-queue wait of a thread woken but not
+ * yet run.  Returns the tids, sorted; NULL when there are none.
+ */
+static pid_t *asleep_since(const struct tdstat_reading *base, const struct tdstat_reading *now, size_t *count)
+{
+	pid_t *tids;
+	size_t before = 0, found = 0;
+
+	*count = 0;
+	if (!base || !base->kernel_valid || !now->count || !base->count)
+		return NULL;
+	tids = malloc(now->count * sizeof(*tids));
+	if (!tids)
+		return NULL;
+	for (size_t i = 0; i < now->count; i++) {
+		const td_thr_stats_ns_t *thread = &now->threads[i], *then;
+
+		while (before < base->count && base->threads[before].record < thread->record)
+			before++;
+		if (before == base->count)
+			break;
+		then = &base->threads[before];
+		if (then->record != thread->record || thread->state != TDSTAT_STATE_BLOCKED ||
+		    then->state != TDSTAT_STATE_BLOCKED || then->generation != thread->generation ||
+		    then->tid != thread->tid || thread->tid <= 0 || then->since_ns != thread->since_ns ||
+		    thread->since_ns > base->kernel.taken_ns ||
+		    base->kernel.taken_ns - thread->since_ns < TDSTAT_COMMIT_LAG_NS)
+			continue;
+		tids[found++] = thread->tid;
+	}
+	for (size_t i = 1; i < found; i++)
+		if (tids[i] < tids[i - 1]) {
+			qsort(tids, found, sizeof(*tids), by_tid);
+			break;
+		}
+	*count = found;
+	return tids;
+}
+
+td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading, bool kernel,
+			     const struct tdstat_reading *kernel_base)
 {
 	td_err_e err = tdstat_reading_threads(target->agent, reading);
 
-	if (err == TD_OK && kernel)
-		reading->kernel_valid = tdstat_kernel_sample(target->pid, &reading->kernel);
-	return err;
-}
+	if (err == TD_OK && kernel) {
+		size_t asleep_count;
+		pid_t *asleep = asleep_since(kernel_base, reading, &asleep_count);
 
-bool tdstat_reading_copy(struct tdstat_reading *copy, const struct tdstat_reading *reading)
-{
-	*copy = *reading;
-	copy->threads = NULL;
-	copy->kernel.threads = NULL;
-	if (reading->count) {
-		copy->threads = malloc(reading->count * sizeof(*copy->threads));
-		if (!copy->threads)
-			goto fail;
-		memcpy(copy->threads, reading->threads, reading->count * sizeof(*copy->threads));
+		reading->kernel_valid = tdstat_kernel_sample(target->pid, &reading->kernel,
+							     kernel_base && kernel_base->kernel_valid ? &kernel_base->kernel
+												      : NULL,
+							     asleep, asleep_count);
+		free(asleep);
 	}
-	if (reading->kernel.count) {
-		copy->kernel.threads = malloc(reading->kernel.count * sizeof(*copy->kernel.threads));
-		if (!copy->kernel.threads)
-			goto fail;
-		memcpy(copy->kernel.threads, reading->kernel.threads, reading->kernel.count * sizeof(*copy->kernel.threads));
-	}
-	return true;
-fail:
-	free(copy->threads);
-	memset(copy, 0, sizeof(*copy));
-	return false;
+	return err;
 }
 
 void tdstat_reading_free(struct tdstat_reading *reading)

@@ -133,6 +133,9 @@ struct tdstat_thread_row {
 	uint64_t since_ns;      /* when it began (the record's last change) */
 	const char *object_name; /* tdstat_object_name */
 	const char *site_name;   /* the caller's function, "" if unknown */
+	/* Of the names' strings (threads.c): the same pointer is the same
+	 * text within one generation. */
+	uint64_t names_generation;
 	double runnable, idle, idle_by[TDSTAT_WAIT_KIND_COUNT];
 	bool has_kernel;        /* cpu and run_queue known */
 	double cpu, run_queue;  /* schedstat: on a CPU, waiting for one */
@@ -287,8 +290,16 @@ bool tdstat_stats_counted(const td_ta_stats_ns_t *stats);
 uint64_t tdstat_interval_span_ns(const td_ta_stats_ns_t *from, const td_ta_stats_ns_t *to);
 
 /* kernel.c */
-/* Samples pid's threads; false when /proc does not let us. */
-bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample);
+/* Samples pid's threads; false when /proc does not let us.  With
+ * `previous` (the last sample of pid), the threads of `asleep` (sorted
+ * tids: blocked in the same wait since before `previous` was taken, so
+ * their figures have not moved) take their figures from it instead of
+ * their files; and while the kernel counts as many threads as
+ * `previous` had, the task directory is listed again only once every
+ * TDSTAT_KERNEL_LIST_NS. */
+bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample, const struct tdstat_kernel_sample *previous,
+			  const pid_t *asleep, size_t asleep_count);
+#define TDSTAT_KERNEL_LIST_NS UINT64_C(1000000000)
 void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample);
 /* The thread tid of a sample, or NULL. */
 const struct tdstat_kernel_thread *tdstat_kernel_thread_find(const struct tdstat_kernel_sample *sample, pid_t tid);
@@ -299,6 +310,10 @@ bool tdstat_kernel_comm(pid_t pid, char comm[TDSTAT_COMM_SIZE]);
  * once every TDSTAT_COMM_REREAD_NS (a thread renames itself seldom). */
 bool tdstat_kernel_thread_comm(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]);
 #define TDSTAT_COMM_REREAD_NS UINT64_C(1000000000)
+/* -t: a thread the shim shows asleep in the same wait since its name was
+ * last read cannot have renamed itself (another thread may have), so its
+ * name is read again only this often (threads.c). */
+#define TDSTAT_COMM_ASLEEP_REREAD_NS UINT64_C(10000000000)
 /* The same, read now. */
 bool tdstat_kernel_thread_comm_read(pid_t pid, pid_t tid, char comm[TDSTAT_COMM_SIZE]);
 /* text made printable UTF-8 in place, as tdstat_kernel_comm does. */
@@ -306,10 +321,11 @@ void tdstat_printable(char *text);
 
 /* reading.c */
 /* On failure returns the td_err_e and leaves nothing to free.  With
- * `kernel`, the kernel's per-thread figures too (kernel_valid). */
-td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading, bool kernel);
-/* A copy of a reading that owns its own arrays; false: no memory. */
-bool tdstat_reading_copy(struct tdstat_reading *copy, const struct tdstat_reading *reading);
+ * `kernel`, the kernel's per-thread figures too (kernel_valid): with
+ * `kernel_base` (the last reading that had them), not read again for
+ * the threads asleep in the same wait since then (reading.c). */
+td_err_e tdstat_reading_take(const struct tdstat_target *target, struct tdstat_reading *reading, bool kernel,
+			     const struct tdstat_reading *kernel_base);
 /* The threads and the process only, no kernel figures (a core). */
 td_err_e tdstat_reading_threads(const td_thragent_t *agent, struct tdstat_reading *reading);
 void tdstat_reading_free(struct tdstat_reading *reading);
@@ -346,6 +362,7 @@ double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count);
 #define TDSTAT_KERNEL_COST_FACTOR 100
 struct tdstat_kernel_carry {
 	bool valid;
+	bool awaiting;                  /* the rows of the line just made, once printed */
 	double untracked;               /* the process's; < 0: unknown */
 	size_t count;
 	struct tdstat_thread_row *rows; /* sorted by tid; only the kernel's columns matter */
@@ -357,6 +374,10 @@ struct tdstat_kernel_carry {
 size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,
 				  const struct tdstat_reading *kernel_from, const struct tdstat_reading *to,
 				  struct tdstat_kernel_carry *carry, struct tdstat_thread_row **rows, double *untracked);
+/* The rows of the line tdstat_thread_rows_carried made last, once
+ * printed: kept (true: the carry owns them now) when that line had the
+ * kernel's figures. */
+bool tdstat_kernel_carry_take(struct tdstat_kernel_carry *carry, struct tdstat_thread_row *rows);
 void tdstat_kernel_carry_free(struct tdstat_kernel_carry *carry);
 
 /* objects.c: the rows of -w over [from, to], heaviest first, names

@@ -120,6 +120,7 @@ static int by_tid(const void *a, const void *b)
 struct thread_names {
 	pid_t pid, tid;
 	uint64_t comm_read_ns;
+	uint64_t comm_since_ns; /* the record's since_ns then, when BLOCKED; 0: not */
 	int wait_kind;          /* the wait the names below are of; -1: none named */
 	uint64_t object, site, since_ns;
 	const char *comm, *object_name, *site_name; /* interned */
@@ -140,8 +141,13 @@ static struct {
 	struct interned strings;
 } kept_names;
 
+/* Bumped whenever interned strings are freed: a pointer kept from
+ * before may be another text's now (tdstat_thread_row.names_generation). */
+static uint64_t names_generation = 1;
+
 static void interned_free(struct interned *set)
 {
+	names_generation++;
 	for (size_t i = 0; i < set->size; i++)
 		free(set->slots[i]);
 	free(set->slots);
@@ -255,6 +261,7 @@ void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat
 		struct thread_names *names;
 
 		row->name = row->object_name = row->site_name = "";
+		row->names_generation = names_generation;
 		if (!entries)
 			continue;
 		names = &entries[made++];
@@ -272,12 +279,20 @@ void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat
 							.comm = "", .object_name = "", .site_name = "" };
 		}
 		last_tid = row->tid;
-		if (now - names->comm_read_ns >= TDSTAT_COMM_REREAD_NS) {
+		/* A thread asleep in the same wait since its name was read
+		 * did not rename itself: read again less often (another
+		 * thread may still have renamed it). */
+		bool same_sleep = row->tracked && row->state == TDSTAT_STATE_BLOCKED && row->since_ns &&
+				  row->since_ns == names->comm_since_ns;
+
+		if (now - names->comm_read_ns >= (same_sleep ? TDSTAT_COMM_ASLEEP_REREAD_NS : TDSTAT_COMM_REREAD_NS)) {
 			char comm[TDSTAT_COMM_SIZE];
 
 			tdstat_kernel_thread_comm_read(row->pid, row->tid, comm);
 			names->comm = intern(&kept_names.strings, comm);
 			names->comm_read_ns = now;
+			names->comm_since_ns =
+				row->tracked && row->state == TDSTAT_STATE_BLOCKED ? row->since_ns : 0;
 		}
 		row->name = names->comm;
 		if (row->wait_kind < 0)
@@ -397,6 +412,16 @@ double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count)
 	return total > 0 ? total : 0;
 }
 
+bool tdstat_kernel_carry_take(struct tdstat_kernel_carry *carry, struct tdstat_thread_row *rows)
+{
+	if (!carry->awaiting)
+		return false;
+	carry->awaiting = false;
+	carry->rows = rows;
+	carry->valid = true;
+	return true;
+}
+
 void tdstat_kernel_carry_free(struct tdstat_kernel_carry *carry)
 {
 	free(carry->rows);
@@ -479,17 +504,17 @@ size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,
 		} else if (from) {
 			*untracked = tdstat_untracked(*rows_out, count);
 		}
-		/* Kept for the lines until the next kernel reading. */
-		struct tdstat_thread_row *kept = realloc(carry->rows, (count ? count : 1) * sizeof(*kept));
-		if (kept) {
-			carry->rows = kept;
-			memcpy(kept, *rows_out, count * sizeof(*kept));
-			carry->count = count;
-			carry->untracked = *untracked;
-			carry->valid = from != NULL;
-		} else {
-			carry->valid = false;
-		}
+		/* Kept for the lines until the next kernel reading: these
+		 * very rows, handed over once printed
+		 * (tdstat_kernel_carry_take), not copied (200 KB a line at a
+		 * thousand threads, which now have the kernel's figures at
+		 * almost every line). */
+		free(carry->rows);
+		carry->rows = NULL;
+		carry->count = count;
+		carry->untracked = *untracked;
+		carry->valid = false;
+		carry->awaiting = from != NULL;
 	} else if (carry->valid) {
 		count = overlay_kernel(rows_out, count, carry->rows, carry->count, true);
 		*untracked = carry->untracked;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,34 +128,32 @@ static struct tdstat_plot *plot;
 static char plot_comm[TDSTAT_COMM_SIZE];
 
 /* The kernel's figures are read when due (tdstat.h,
- * TDSTAT_KERNEL_COST_FACTOR): the last reading that had them, and what
- * its line showed, for the lines in between. */
+ * TDSTAT_KERNEL_COST_FACTOR): the last reading that had them is the
+ * previous one, or when that had none, the one kept here (handed over,
+ * not copied, by the tick after it); and what its line showed, for the
+ * lines in between. */
 static struct tdstat_reading kernel_base;
 static struct tdstat_kernel_carry kernel_carry;
 
-static bool kernel_due(const struct tdstat_watch_options *options)
+static const struct tdstat_reading *kernel_base_of(const struct tdstat_reading *previous)
 {
+	if (previous && previous->kernel_valid)
+		return previous;
+	return kernel_base.kernel_valid ? &kernel_base : NULL;
+}
+
+static bool kernel_due(const struct tdstat_watch_options *options, const struct tdstat_reading *previous)
+{
+	const struct tdstat_reading *base = kernel_base_of(previous);
 	struct timespec now;
 
-	if (!kernel_base.kernel_valid || options->interval_s >= TDSTAT_KERNEL_EVERY_LINE_S)
+	if (!base || options->interval_s >= TDSTAT_KERNEL_EVERY_LINE_S)
 		return true;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	/* Half an interval early rather than one late. */
-	return (double)((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec - kernel_base.kernel.taken_ns) +
+	return (double)((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec - base->kernel.taken_ns) +
 		       options->interval_s / 2 * 1e9 >=
-	       (double)kernel_base.kernel.cost_ns * TDSTAT_KERNEL_COST_FACTOR;
-}
-
-/* A reading that has the kernel's figures becomes the base of the next
- * kernel interval. */
-static void kernel_base_update(const struct tdstat_reading *reading)
-{
-	struct tdstat_reading copy;
-
-	if (!reading->kernel_valid || !tdstat_reading_copy(&copy, reading))
-		return;
-	tdstat_reading_free(&kernel_base);
-	kernel_base = copy;
+	       (double)base->kernel.cost_ns * TDSTAT_KERNEL_COST_FACTOR;
 }
 
 /* The process's name, read again once a second as its threads' are
@@ -188,7 +187,7 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	struct tdstat_thread_row *threads;
 	struct tdstat_object_row *objects = NULL;
 	double untracked;
-	size_t thread_count = tdstat_thread_rows_carried(options->pid, from, &kernel_base, to, &kernel_carry, &threads,
+	size_t thread_count = tdstat_thread_rows_carried(options->pid, from, kernel_base_of(from), to, &kernel_carry, &threads,
 							 &untracked);
 	size_t object_count = 0;
 
@@ -228,7 +227,8 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 		if (interval.comm[0])
 			memcpy(plot_comm, interval.comm, sizeof(plot_comm));
 	}
-	free(threads);
+	if (!tdstat_kernel_carry_take(&kernel_carry, threads))
+		free(threads);
 	free(objects);
 }
 
@@ -238,7 +238,8 @@ static int watch_tick(const struct tdstat_watch_options *options, struct tdstat_
 		      struct tdstat_reading *previous, int *status)
 {
 	struct tdstat_reading current;
-	td_err_e err = tdstat_reading_take(target, &current, kernel_due(options));
+	td_err_e err = tdstat_reading_take(target, &current, kernel_due(options, previous),
+					  kernel_base_of(previous));
 
 	if (err != TD_OK) {
 		if (tdstat_target_vanished(target, err)) {
@@ -262,8 +263,14 @@ static int watch_tick(const struct tdstat_watch_options *options, struct tdstat_
 		tdstat_thread_names_forget();
 		print_line(options, output, target, symbolizer, NULL, &current);
 	}
-	kernel_base_update(&current);
-	tdstat_reading_free(previous);
+	/* The last reading with the kernel's figures, kept while the
+	 * following ones have none. */
+	if (previous->kernel_valid && !current.kernel_valid) {
+		tdstat_reading_free(&kernel_base);
+		kernel_base = *previous;
+	} else {
+		tdstat_reading_free(previous);
+	}
 	*previous = current;
 	return 0;
 }
@@ -276,7 +283,7 @@ static int watch_target(const struct tdstat_watch_options *options, struct tdsta
 	td_err_e err;
 	int status = TDSTAT_EXIT_OK;
 
-	err = tdstat_reading_take(target, &previous, true);
+	err = tdstat_reading_take(target, &previous, true, NULL);
 	if (err != TD_OK) {
 		tdstat_target_explain(target, err);
 		return TDSTAT_EXIT_FAILURE;
@@ -289,7 +296,6 @@ static int watch_target(const struct tdstat_watch_options *options, struct tdsta
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	tdstat_output_start(output);
 	print_line(options, output, target, symbolizer, NULL, &previous);
-	kernel_base_update(&previous);
 	for (long tick = 1; options->count == 0 || tick < options->count; tick++) {
 		add_seconds(&deadline, options->interval_s);
 		if (!sleep_until(&deadline))
@@ -315,10 +321,19 @@ int tdstat_watch(const struct tdstat_watch_options *options)
 	catch_interrupts();
 	/* Each moment of the output is flushed whole (tdstat_output_end):
 	 * line buffering would cost a write per row, a thousand a line
-	 * with -t on a thousand threads. */
-	static char stdout_buffer[1 << 16]; /* glibc sizes a buffer of its own by st_blksize */
+	 * with -t on a thousand threads; a buffer of 1 MiB writes a line of
+	 * up to about 8,000 rows in one write (its pages cost nothing until
+	 * a line fills them). */
+	static char stdout_buffer[1 << 20]; /* glibc sizes a buffer of its own by st_blksize */
 
 	setvbuf(stdout, stdout_buffer, _IOFBF, sizeof(stdout_buffer));
+	/* Each line allocates arrays of a row or a record per thread (200
+	 * KB at a thousand threads) and frees them: past glibc's default
+	 * thresholds each came from a fresh mmap, or from heap pages given
+	 * back and faulted in again, a tenth of a line's cost at 100 lines a
+	 * second.  Kept instead. */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	if (options->plot_path && !(plot = tdstat_plot_new(options->plot_path))) {
 		tdstat_error("out of memory");
 		return TDSTAT_EXIT_FAILURE;

@@ -4,7 +4,10 @@
  * checked exactly against hand-made regions in a fake target.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -485,5 +488,144 @@ Test(agent_numbers, kept_kind_sums_follow_the_window)
 		cr_assert_eq(ns.window_ns, 1 * SECOND);
 		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_MUTEX], 0, "round %d", round);
 		cr_assert_eq(ns.idle_by_kind_ns[TDSTAT_WAIT_COND], 300 * SECOND, "round %d", round);
+	}
+}
+
+/* A record published whole by the latch, any state. */
+static void publish_any(uint32_t index, uint32_t state, uint32_t kind, uint64_t epoch, uint64_t since,
+			uint64_t tracked, uint64_t runnable, int idle_kind, uint64_t pending)
+{
+	struct tdstat_record *record = fake_record(&target, index);
+	struct tdstat_record_copy *next = &record->copy[(record->seq + 1) & 1];
+	struct tdstat_detail *detail = (struct tdstat_detail *)(target.image + fake_header(&target)->details_offset) + index;
+	struct tdstat_detail_copy *next_detail = &detail->copy[(record->seq + 1) & 1];
+
+	*next = (struct tdstat_record_copy){ .state = state, .kind = kind, .tid = (int32_t)index + 100,
+					     .generation = 1, .epoch_ns = epoch, .since_ns = since,
+					     .acc_tracked_ns = tracked, .acc_runnable_ns = runnable };
+	memset(next_detail, 0, sizeof(*next_detail));
+	next_detail->acc_idle_ns[idle_kind] = tracked - runnable;
+	record->pending_ns = pending;
+	record->seq++;
+	if (index >= fake_header(&target)->status.high_water)
+		fake_header(&target)->status.high_water = index + 1;
+}
+
+struct handed_sums {
+	uint64_t lwps, runnable, idle_by[TDSTAT_WAIT_KIND_COUNT];
+	int live;
+};
+
+static int add_handed(const td_thr_stats_ns_t *thread, void *data)
+{
+	struct handed_sums *sums = data;
+
+	sums->lwps += thread->lwps_ns;
+	sums->runnable += thread->runnable_ns;
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		sums->idle_by[k] += thread->idle_by_kind_ns[k];
+	sums->live += thread->state != TDSTAT_STATE_FREE;
+	return 0;
+}
+
+static void expect_same_stats(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b, const char *what)
+{
+	cr_assert_eq(a->nthreads, b->nthreads, "%s", what);
+	cr_assert_eq(a->window_ns, b->window_ns, "%s", what);
+	cr_assert_eq(a->lwps_ns, b->lwps_ns, "%s: lwps %" PRIu64 " against %" PRIu64, what, a->lwps_ns, b->lwps_ns);
+	cr_assert_eq(a->runnable_ns, b->runnable_ns, "%s: runnable %" PRIu64 " against %" PRIu64, what,
+		     a->runnable_ns, b->runnable_ns);
+	cr_assert_eq(a->idle_ns, b->idle_ns, "%s", what);
+	cr_assert_eq(a->counted_ns, b->counted_ns, "%s", what);
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		cr_assert_eq(a->idle_by_kind_ns[k], b->idle_by_kind_ns[k], "%s: kind %d", what, k);
+}
+
+/*
+ * A snapshot of the process's figures adds a chunk that is as kept from
+ * its kept sums, without decoding its records (region_read.c,
+ * chunk_whole_add): the open intervals summed per state and kind.  It
+ * must give exactly what the records one by one give (the walk, which
+ * never takes the sums), with records of every shape in the first chunk,
+ * a change under way in the second and a record cut to the window in the
+ * third (those two chunks are summed record by record), and again after
+ * a record of the first chunk changed, and in a new window.
+ */
+Test(agent_numbers, kept_chunk_sums_equal_the_records_one_by_one)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	td_ta_stats_ns_t walk = { .size = sizeof(walk) }, ns = { .size = sizeof(ns) };
+
+	control->window_start_ns = ws;
+	control->window_end_ns = ws + 10 * SECOND;
+	for (uint32_t i = 0; i < 700; i++) { /* three chunks */
+		uint64_t since = ws + (i % 5) * SECOND;
+
+		switch (i % 7) {
+		case 0: /* runnable since 2 s, 2 s closed, 1 of them runnable */
+			publish_any(i, TDSTAT_STATE_RUNNABLE, 0, ws, ws + 2 * SECOND, 2 * SECOND, SECOND,
+				    TDSTAT_WAIT_SLEEP, 0);
+			break;
+		case 1: /* exited after 3 s */
+			publish_any(i, TDSTAT_STATE_FREE, 0, ws, ws + 3 * SECOND, 3 * SECOND, SECOND, TDSTAT_WAIT_IO, 0);
+			break;
+		case 2: /* blocked since before the window */
+			publish_any(i, TDSTAT_STATE_BLOCKED, TDSTAT_WAIT_MUTEX, ws - 1, ws - 2 * SECOND, 5 * SECOND, 0,
+				    TDSTAT_WAIT_MUTEX, 0);
+			break;
+		default:
+			publish_any(i, TDSTAT_STATE_BLOCKED, i % TDSTAT_WAIT_KIND_COUNT, ws, since,
+				    since - ws, (since - ws) / 4, (i + 1) % TDSTAT_WAIT_KIND_COUNT, 0);
+		}
+	}
+	/* A change under way at 9 s (pending after since), and a record
+	 * claiming more closed time than the window has. */
+	publish_any(300, TDSTAT_STATE_BLOCKED, TDSTAT_WAIT_COND, ws, ws + 4 * SECOND, 4 * SECOND, 0, TDSTAT_WAIT_JOIN,
+		    ws + 9 * SECOND);
+	publish_any(600, TDSTAT_STATE_RUNNABLE, 0, ws, ws + 4 * SECOND, 20 * SECOND, 0, TDSTAT_WAIT_JOIN, 0);
+
+	for (int step = 0; step < 3; step++) {
+		struct handed_sums handed = { 0 };
+		td_ta_stats_ns_t taken[4];
+
+		/* Without the kinds first after a change (a kept sum of a
+		 * chunk that changed must not serve), then with them, and
+		 * again (the sums taken, then used). */
+		for (int round = 0; round < 4; round++) {
+			memset(&taken[round], 0, sizeof(taken[round]));
+			taken[round].size = round % 2 ? sizeof(ns) : offsetof(td_ta_stats_ns_t, kinds);
+			cr_assert_eq(td_ta_get_stats_ns(agent, &taken[round]), TD_OK);
+		}
+		cr_assert_eq(td_ta_thr_stats_iter(agent, add_handed, &handed, &walk), TD_OK);
+		cr_assert_eq(handed.live, walk.nthreads);
+		cr_assert_eq(handed.lwps, walk.lwps_ns);
+		cr_assert_eq(handed.runnable, walk.runnable_ns);
+		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+			cr_assert_eq(handed.idle_by[k], walk.idle_by_kind_ns[k], "step %d kind %d", step, k);
+		for (int round = 0; round < 4; round++) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "step %d round %d", step, round);
+			if (round % 2 == 0) {
+				memcpy(taken[round].idle_by_kind_ns, walk.idle_by_kind_ns, sizeof(walk.idle_by_kind_ns));
+				taken[round].counted_ns = walk.counted_ns;
+			}
+			expect_same_stats(&taken[round], &walk, what);
+		}
+		cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+		expect_same_stats(&ns, &walk, "after the walk");
+		if (step == 0) {
+			/* One record of the first chunk moves on: blocked in a
+			 * semaphore since 8 s. */
+			publish_any(10, TDSTAT_STATE_BLOCKED, TDSTAT_WAIT_SEM, ws, ws + 8 * SECOND, 8 * SECOND, SECOND,
+				    TDSTAT_WAIT_SEM, 0);
+		} else if (step == 1) {
+			/* A new window (a reset while off): every record on the
+			 * old one counts its open interval only. */
+			control->window_start_ns = ws + 5 * SECOND;
+			control->window_end_ns = ws + 9 * SECOND;
+			control->generation++;
+		}
 	}
 }

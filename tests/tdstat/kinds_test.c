@@ -417,3 +417,171 @@ static void read_two_copies(bool copy_first)
 
 Test(kinds, two_copies_of_the_shim_read_once) { read_two_copies(false); }
 Test(kinds, two_copies_of_the_shim_read_once_either_order) { read_two_copies(true); }
+
+/* The thread of pid named `name` (its comm), 0 if none. */
+static pid_t thread_named(pid_t pid, const char *name)
+{
+	pid_t tids[64];
+	size_t count = task_count(pid, tids, 64);
+
+	for (size_t i = 0; i < count; i++) {
+		char path[96], comm[32] = "";
+		FILE *file;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tids[i]);
+		file = fopen(path, "r");
+		if (!file)
+			continue;
+		if (fgets(comm, sizeof(comm), file))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(file);
+		if (strcmp(comm, name) == 0)
+			return tids[i];
+	}
+	return 0;
+}
+
+/* The kernel's CPU time of a thread so far (schedstat), in seconds. */
+static double thread_cpu_s(pid_t pid, pid_t tid)
+{
+	char path[96];
+	unsigned long long on_cpu = 0;
+	FILE *file;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	file = fopen(path, "r");
+	cr_assert_not_null(file, "%s", path);
+	cr_assert_eq(fscanf(file, "%llu", &on_cpu), 1);
+	fclose(file);
+	return on_cpu / 1e9;
+}
+
+/* Below this much CPU of a thread over a run, a loaded machine starved
+ * it: too little to tell a right figure from a lost one. */
+#define CPU_CHECKED_MIN_S 0.02
+
+/*
+ * -t at short intervals reads again only what may have moved: the
+ * kernel's figures of a thread asleep in the same wait since the last
+ * reading are kept (reading.c), and a row that prints as it did at the
+ * last line is copied from it (format_text.c).  A thread that wakes, runs
+ * and sleeps again between two lines is in a wait each time, and one
+ * the shim cannot see sleeping keeps the same record throughout: the
+ * CPU the lines give them must add up to most of what the kernel counted
+ * over the run (a kept figure that should have been read again gives
+ * none), in JSON and in text; the twenty that never move show none.
+ */
+Test(kinds, a_thread_that_runs_between_lines_shows_its_cpu)
+{
+	static const char *const env[] = { "TDSTAT_ENABLE=1", NULL };
+	static const char *const names[] = { "pulse", "hidden", "unrecorded" };
+	enum { NAMES = 3 };
+	const char *const argv[] = { KINDS_WORKLOAD_PATH, "pulse", NULL };
+	struct tdtest_spawn_options options = { .preload = tdtest_shim_path(), .env = env };
+	struct tdtest_child target;
+	char pid[16], *output, *cursor, line[4096], ready[64], key[64];
+	double before[NAMES], spent[NAMES];
+	pid_t tids[NAMES];
+	int still_rows = 0;
+
+	cr_assert_eq(tdtest_spawn(&target, argv, &options), 0);
+	running_target = target.pid;
+	cr_assert_geq(tdtest_read_line(&target, ready, sizeof(ready), COMMAND_TIMEOUT_MS), 0);
+	snprintf(pid, sizeof(pid), "%d", (int)target.pid);
+	tdtest_sleep_ms(200);
+	for (int n = 0; n < NAMES; n++) {
+		tids[n] = thread_named(target.pid, names[n]);
+		/* The unrecorded thread: x86-64 only. */
+		cr_assert(tids[n] > 0 || n == 2, "no thread named %s", names[n]);
+		before[n] = tids[n] > 0 ? thread_cpu_s(target.pid, tids[n]) : 0;
+	}
+	const char *const args[] = { "--json", "-t", "-i", "0.05", "-c", "40", pid, NULL };
+	uint64_t began = tdtest_monotonic_ns();
+	cr_assert_eq(exit_code(run_tdstat(args, &output)), 0);
+	double run_s = (tdtest_monotonic_ns() - began) / 1e9;
+	for (int n = 0; n < NAMES; n++) {
+		double shown = 0;
+		int rows = 0, busy = 0;
+
+		spent[n] = tids[n] > 0 ? thread_cpu_s(target.pid, tids[n]) - before[n] : 0;
+		snprintf(key, sizeof(key), "\"name\":\"%s\"", names[n]);
+		cursor = output;
+		while (next_line_with(&cursor, key, line, sizeof(line))) {
+			double cpu, window;
+
+			/* The first line has no kernel interval yet. */
+			if (!json_number(line, "cpu", &cpu))
+				continue;
+			cr_assert(json_number(line, "kernel_window_s", &window), "%s", line);
+			shown += cpu * window;
+			rows++;
+			busy += cpu > 0.02;
+		}
+		if (spent[n] < CPU_CHECKED_MIN_S)
+			continue;
+		/* Given at least half the CPU it asks for (a fifth of the
+		 * time), it runs in nearly every interval of 50 ms: a line
+		 * must show it, not only the lines whose readings caught it
+		 * runnable (a kept figure must not hide what it did between
+		 * two sleeps; the kernel's sum above would not tell). */
+		if (spent[n] >= 0.1 * run_s)
+			cr_assert_geq(busy, rows / 2, "%s: %d of %d rows with CPU (%.3f s in %.3f s): %s", names[n],
+				      busy, rows, spent[n], run_s, output);
+		/* The lines cover the run but for tdstat's start and its
+		 * first line.  (Not at most the kernel's count: a line
+		 * between two kernel readings repeats the last one's.) */
+		cr_assert_gt(shown, 0.5 * spent[n], "%s: the lines show %.3f s of CPU, the kernel counted %.3f s: %s",
+			     names[n], shown, spent[n], output);
+	}
+	cursor = output;
+	while (next_line_with(&cursor, "\"wait\":\"cond\"", line, sizeof(line))) {
+		double cpu;
+
+		if (!json_number(line, "cpu", &cpu))
+			continue;
+		still_rows++;
+		cr_assert_lt(cpu, 0.02, "%s", line);
+	}
+	cr_assert_gt(still_rows, 20 * 10);
+	free(output);
+	if (spent[0] < CPU_CHECKED_MIN_S && spent[1] < CPU_CHECKED_MIN_S)
+		cr_skip_test("the machine is too loaded: the threads hardly ran (%.3f s, %.3f s)", spent[0], spent[1]);
+
+	/* The text table: their CPU column moves from line to line (a row
+	 * copied from the last line must not hide it; the hidden thread's
+	 * shim columns never change), and adds up as in JSON. */
+	for (int n = 0; n < NAMES; n++)
+		before[n] = tids[n] > 0 ? thread_cpu_s(target.pid, tids[n]) : 0;
+	const char *const text_args[] = { "-t", "-i", "0.05", "-c", "40", pid, NULL };
+	cr_assert_eq(exit_code(run_tdstat(text_args, &output)), 0);
+	for (int n = 0; n < NAMES; n++) {
+		char first[16] = "";
+		bool moved = false;
+		double shown = 0;
+
+		spent[n] = tids[n] > 0 ? thread_cpu_s(target.pid, tids[n]) - before[n] : 0;
+		snprintf(key, sizeof(key), " %s ", names[n]);
+		cursor = output;
+		while (next_line_with(&cursor, key, line, sizeof(line))) {
+			char runnable[16], cpu[16], name[16];
+			int tid;
+
+			cr_assert_eq(sscanf(line, "%d %15s %15s %15s", &tid, name, runnable, cpu), 4, "%s", line);
+			if (strcmp(cpu, "-") == 0)
+				continue;
+			shown += atof(cpu) * 0.05;
+			if (!first[0])
+				memcpy(first, cpu, sizeof(first));
+			moved = moved || strcmp(first, cpu) != 0;
+		}
+		if (spent[n] < CPU_CHECKED_MIN_S)
+			continue;
+		/* Shares of -i 0.05 lines, rounded to hundredths: roughly. */
+		cr_assert_gt(shown, 0.4 * spent[n], "%s: the rows show about %.3f s of CPU, the kernel counted %.3f s: %s",
+			     names[n], shown, spent[n], output);
+		cr_assert(moved, "%s: the same CPU in every row: %s", names[n], output);
+	}
+	free(output);
+	kill(target.pid, SIGKILL);
+	tdtest_wait(&target, COMMAND_TIMEOUT_MS);
+}

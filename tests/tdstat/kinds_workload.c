@@ -13,12 +13,30 @@
  *            "phase-b") and waits on another condvar (`first_condvar`,
  *            `second_condvar`), for tdstat -t's names kept from line to
  *            line (they must follow).  Prints "ready"; runs until killed.
+ *   pulse    twenty threads in pthread_cond_wait for good, and one named
+ *            "pulse" that, every 20 ms, runs 4 ms on a CPU and sleeps
+ *            again (nanosleep): it wakes, runs and sleeps between two
+ *            lines of tdstat -t at -i 0.05, while the others never move
+ *            (what tdstat reads of the kernel, and prints, from line to
+ *            line must follow it); and one named "hidden" that does the
+ *            same but sleeps in a raw clock_nanosleep system call, which
+ *            the shim does not see (its record never changes: runnable
+ *            throughout); and on x86-64 one named "unrecorded", started
+ *            with a raw clone (the shim has no record of it), doing the
+ *            same with raw system calls.  Prints "ready"; runs until
+ *            killed.
  */
+#define _GNU_SOURCE
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <dirent.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,6 +149,124 @@ static int moving(void)
 	return 0;
 }
 
+static void spin_ms(int ms)
+{
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < ms * 1000000L);
+}
+
+static void *pulsing(void *unused)
+{
+	const struct timespec rest = { 0, 16 * 1000 * 1000 };
+
+	for (;;) {
+		spin_ms(4);
+		nanosleep(&rest, NULL);
+	}
+	return unused;
+}
+
+static void *hiding(void *unused)
+{
+	const struct timespec rest = { 0, 16 * 1000 * 1000 };
+
+	for (;;) {
+		spin_ms(4);
+		syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &rest, NULL);
+	}
+	return unused;
+}
+
+#if defined(__x86_64__)
+/* No libc call that touches thread-local data: the clone shares the
+ * main thread's (clock_gettime is the vDSO's). */
+static long raw_syscall4(long number, long a, long b, long c, long d)
+{
+	long result;
+	register long r10 __asm__("r10") = d;
+
+	__asm__ volatile("syscall"
+			 : "=a"(result)
+			 : "a"(number), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return result;
+}
+
+static int unrecorded(void *unused)
+{
+	static const struct timespec rest = { 0, 16 * 1000 * 1000 };
+
+	raw_syscall4(SYS_prctl, PR_SET_NAME, (long)"unrecorded", 0, 0);
+	for (;;) {
+		spin_ms(4);
+		raw_syscall4(SYS_nanosleep, (long)&rest, 0, 0, 0);
+	}
+	return unused != NULL;
+}
+
+/* Its stack from the heap: 64 KiB more of .bss would take the parked
+ * objects' pages out of the executable's file-backed mapping, where the
+ * other modes' tests name them. */
+static void start_unrecorded(void)
+{
+	enum { STACK = 64 * 1024 };
+	char *stack = aligned_alloc(64, STACK);
+
+	if (stack)
+		clone(unrecorded, stack + STACK,
+		      CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM, NULL);
+}
+#else
+static void start_unrecorded(void)
+{
+}
+#endif
+
+static int pulse(void)
+{
+	pthread_t thread;
+
+	for (int i = 0; i < 20; i++)
+		pthread_create(&thread, NULL, in_cond, NULL);
+	/* Named before "ready", so the first reading has the names. */
+	pthread_create(&thread, NULL, hiding, NULL);
+	pthread_setname_np(thread, "hidden");
+	pthread_create(&thread, NULL, pulsing, NULL);
+	pthread_setname_np(thread, "pulse");
+	start_unrecorded();
+	/* It names itself: wait for it (a tenth of a second at most). */
+	for (int i = 0; i < 100; i++) {
+		char comm[32] = "";
+		FILE *file = NULL;
+		char path[320];
+		DIR *tasks = opendir("/proc/self/task");
+		struct dirent *entry;
+		bool named = false;
+
+		while (tasks && (entry = readdir(tasks)) && !named) {
+			snprintf(path, sizeof(path), "/proc/self/task/%s/comm", entry->d_name);
+			file = entry->d_name[0] != '.' ? fopen(path, "r") : NULL;
+			if (file && fgets(comm, sizeof(comm), file))
+				named = strncmp(comm, "unrecorded", 10) == 0;
+			if (file)
+				fclose(file);
+		}
+		if (tasks)
+			closedir(tasks);
+		if (named)
+			break;
+		usleep(1000);
+	}
+	printf("ready\n");
+	fflush(stdout);
+	pthread_join(thread, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t threads[5];
@@ -139,6 +275,8 @@ int main(int argc, char **argv)
 		return ping_pong();
 	if (argc > 1 && strcmp(argv[1], "moving") == 0)
 		return moving();
+	if (argc > 1 && strcmp(argv[1], "pulse") == 0)
+		return pulse();
 
 	if (pipe(pipe_ends) != 0)
 		return 1;
