@@ -133,10 +133,12 @@ void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept)
 	CMM_STORE_SHARED(*kept->slot, kept->written);
 }
 
-/* The slot keeps the time's low TIME_BITS (16 ns units, 208 days); the
- * rest comes from `since`, the start of the wait: a stamp of this wait is
- * after it.  One older than `since` (another wait's) lands about 208 days
- * later and is refused with anything past half of that. */
+/* The slot keeps the time's low TIME_BITS (16 ns units, 104 days since
+ * the claimed bit took one); the rest comes from `since`, the start of
+ * the wait: a stamp of this wait is after it.  One older than `since`
+ * (another wait's) lands about 104 days later and is refused with
+ * anything past half of that (52 days; an older one, read as later than
+ * the wait's end, is clamped to it by the change). */
 /* How long after `since` (in time units) the stamp `word` of the object
  * of `hash` is; 0 when it is another object's, or before `since`. */
 static uint64_t units_after(uint64_t word, uint64_t hash, uint64_t since)

@@ -821,6 +821,29 @@ static void semaphore_unregister(uint64_t **word)
 		uatomic_add(*word, -SEMAPHORE_WAITER);
 }
 
+/*
+ * The futex call with asynchronous cancellation on around it, in a frame
+ * of its own that has no cleanup, as glibc keeps its window to the
+ * system call: a cancel landing at any instruction here unwinds by the
+ * call frame information into semaphore_sleep at its call, where the
+ * stack is what the cleanups expect.  Inlined, the window took in the
+ * caller's own instructions (the stack adjusted for the pushed seventh
+ * argument), and a cancel there entered the cleanups with the stack
+ * pointer off: SIGSEGV (tests/break6).  0 or the error.
+ */
+__attribute__((noinline, noclone)) static int semaphore_futex_wait_cancelable(uint64_t *word, int operation,
+									      const struct timespec *abstime)
+{
+	int type = PTHREAD_CANCEL_DEFERRED, error = 0;
+
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	if (tdshim_real_syscall(SYS_futex, (long)word, (long)operation, 0L, (long)abstime, 0L,
+				(long)FUTEX_BITSET_MATCH_ANY) != 0)
+		error = errno;
+	pthread_setcanceltype(type, NULL);
+	return error;
+}
+
 /* One sleep while the value is 0: 0 (woken, or spuriously), EAGAIN (the
  * value was no longer 0: never slept), or the error that ends the wait. */
 static int semaphore_sleep(struct glibc_semaphore *semaphore, clockid_t clock, const struct timespec *abstime,
@@ -828,7 +851,7 @@ static int semaphore_sleep(struct glibc_semaphore *semaphore, clockid_t clock, c
 {
 	int operation = (FUTEX_WAIT_BITSET | (clock == CLOCK_REALTIME ? FUTEX_CLOCK_REALTIME : 0) |
 			 FUTEX_PRIVATE_FLAG) ^ semaphore->private_futex;
-	int type = PTHREAD_CANCEL_DEFERRED, error = 0;
+	int error;
 
 	/* The kernel refuses a negative time glibc counts as past. */
 	if (abstime && abstime->tv_sec < 0)
@@ -836,11 +859,7 @@ static int semaphore_sleep(struct glibc_semaphore *semaphore, clockid_t clock, c
 	TDSHIM_SAVE_ERRNO();
 	TDSHIM_WAIT_SCOPE_AT(kind, semaphore, site);
 	tdshim_scope_.claims_stamp = true;
-	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
-	if (tdshim_real_syscall(SYS_futex, (long)&semaphore->data, (long)operation, 0L, (long)abstime, 0L,
-				(long)FUTEX_BITSET_MATCH_ANY) != 0)
-		error = errno;
-	pthread_setcanceltype(type, NULL);
+	error = semaphore_futex_wait_cancelable(&semaphore->data, operation, abstime);
 	TDSHIM_RESTORE_ERRNO();
 	tdshim_scope_.never_slept = error == EAGAIN;
 	if (error == ETIMEDOUT) {
