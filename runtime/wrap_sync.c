@@ -858,9 +858,11 @@ static int semaphore_sleep(struct glibc_semaphore *semaphore, clockid_t clock, c
 		return ETIMEDOUT;
 	TDSHIM_SAVE_ERRNO();
 	TDSHIM_WAIT_SCOPE_AT(kind, semaphore, site);
-	tdshim_scope_.claims_stamp = true;
 	error = semaphore_futex_wait_cancelable(&semaphore->data, operation, abstime);
 	TDSHIM_RESTORE_ERRNO();
+	/* Only a sleep a FUTEX_WAKE ended claims a post's stamp: one cut
+	 * short by a signal or a cancel would take another waiter's. */
+	tdshim_scope_.claims_stamp = error == 0;
 	tdshim_scope_.never_slept = error == EAGAIN;
 	if (error == ETIMEDOUT) {
 		tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, abstime);
