@@ -79,8 +79,11 @@ Test(watch, interval_rows_show_a_phase_change)
 	cr_assert_gt(tdtest_read_line(&phases, line, sizeof(line), COMMAND_TIMEOUT_MS), 0);
 	cr_assert_eq(sscanf(line, "phases: pid %d", &target_pid), 1, "%s", line);
 	snprintf(pid, sizeof(pid), "%d", target_pid);
-	/* 12 rows of 0.2 s end before the 3 s of phases. */
-	const char *const args[] = { "-i", "0.2", "-c", "12", "--json", pid, NULL };
+	/* 13 lines: the first (since the target's start) comes at once,
+	 * 12 rows of 0.2 s follow and end before the 3 s of phases, at
+	 * least 0.4 s into the idle one.  With 12 lines a first reading 17 ms
+	 * after the start left the last row in the lock phase's end. */
+	const char *const args[] = { "-i", "0.2", "-c", "13", "--json", pid, NULL };
 	cr_assert_eq(exit_code(run_tdstat(args, &output)), 0);
 	cr_assert_eq(exit_code(tdtest_wait(&phases, COMMAND_TIMEOUT_MS)), 0);
 	for (row = output; row && *row; row = next) {
