@@ -290,35 +290,6 @@ static int runnable_as_kernel(const char *mode, double tolerance)
 	return rel_failures ? 1 : 0;
 }
 
-static int remote_idle(void)
-{
-	const char *const args[] = { "remote-idle", NULL };
-	double nthreads, runnable, window, cpu, wait;
-
-	if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-		printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
-		return 77;
-	}
-	/* Measured again, twice at most, when outside (a loaded machine
-	 * moves one run; the defects moved every run). */
-	for (int attempt = 1; attempt <= 3; attempt++) {
-		if (!tdstat_run_json(args, &nthreads, &runnable, &window, NULL, &cpu, &wait))
-			return 1;
-		double counted = runnable * window, kernel = cpu + wait;
-		printf("runnable %.3f s; the players' kernel figures: on a CPU %.3f s, waiting for one %.3f s; "
-		       "ratio %.3f\n", counted, cpu, wait, kernel > 0 ? counted / kernel : 0);
-		if (kernel <= 0.1) {
-			rel_fail("no kernel figures (%.3f s): nothing to compare with", kernel);
-			break;
-		}
-		if (counted >= 0.85 * kernel && counted <= 1.15 * kernel)
-			return 0;
-		if (attempt == 3)
-			rel_fail("runnable %.3f s against the kernel's %.3f s: outside 15%% in 3 tries", counted, kernel);
-	}
-	return rel_failures ? 1 : 0;
-}
-
 /* ---- resets-monotonic ---- */
 /* Back-to-back snapshots of the churning target for `seconds`, while a
  * second agent resets `resets` times: no integral goes down within one
@@ -521,7 +492,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "preempting-wakee"))
 		return expect((const char *const[]){ "preempting-wakee", NULL }, 1, 0, 0.2);
 	if (!strcmp(mode, "remote-idle"))
-		return remote_idle();
+		return runnable_as_kernel("remote-idle", 0.15);
 	if (!strcmp(mode, "queued-posts"))
 		return runnable_as_kernel("queued-posts", 0.10);
 	if (!strcmp(mode, "remote-busy")) {
