@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -67,11 +68,17 @@ static void exit_in_handler(int signal)
 
 static void *exits_on_altstack(void *arg)
 {
-	static char stack[64 * 1024];
-	stack_t alternate = { .ss_sp = stack, .ss_size = sizeof(stack) };
+	/* Mapped, not static: AddressSanitizer unmaps the alternate stack a
+	 * thread ends with as if it were its own (the ASan build's
+	 * runtime.lifecycle died of "unable to unmap" with a .bss stack). */
+	const size_t size = 64 * 1024;
+	void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	stack_t alternate = { .ss_sp = stack, .ss_size = size };
 	struct sigaction action = { .sa_handler = exit_in_handler, .sa_flags = SA_ONSTACK };
 
 	(void)arg;
+	if (stack == MAP_FAILED)
+		return NULL;
 	sigaltstack(&alternate, NULL);
 	sigaction(SIGUSR2, &action, NULL);
 	sem_wait(&start_gate);
