@@ -32,6 +32,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "raw_syscall.h"
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
@@ -138,27 +140,13 @@ static void start_threads(void *(*routine)(void *), int count)
 }
 
 #if defined(__x86_64__)
-/* No libc call that touches thread-local data: the clone shares the
- * main thread's TLS (and the shim's syscall() wrapper uses it). */
-static long raw_syscall4(long number, long a, long b, long c, long d)
-{
-	long result;
-	register long r10 __asm__("r10") = d;
-
-	__asm__ volatile("syscall"
-			 : "=a"(result)
-			 : "a"(number), "D"(a), "S"(b), "d"(c), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return result;
-}
-
 static int untracked_thread(void *argument)
 {
 	static int forever;
 	struct timespec pause = { 0, 100 * 1000000L };
 	long ms = (long)(intptr_t)argument;
 
-	raw_syscall4(SYS_nanosleep, (long)&pause, 0, 0, 0);
+	tdtest_raw_syscall4(SYS_nanosleep, (long)&pause, 0, 0, 0);
 	/* MS of CPU, however long a loaded machine makes that take. */
 	for (;;) {
 		struct timespec used;
@@ -170,7 +158,7 @@ static int untracked_thread(void *argument)
 			sink += (unsigned long)i;
 	}
 	for (;;)
-		raw_syscall4(SYS_futex, (long)&forever, FUTEX_WAIT_PRIVATE, 0, 0);
+		tdtest_raw_syscall4(SYS_futex, (long)&forever, FUTEX_WAIT_PRIVATE, 0, 0);
 	return 0;
 }
 

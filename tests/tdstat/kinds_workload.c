@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raw_syscall.h"
+
 static pthread_mutex_t parked_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t parked_condvar = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t condvar_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -182,28 +184,14 @@ static void *hiding(void *unused)
 }
 
 #if defined(__x86_64__)
-/* No libc call that touches thread-local data: the clone shares the
- * main thread's (clock_gettime is the vDSO's). */
-static long raw_syscall4(long number, long a, long b, long c, long d)
-{
-	long result;
-	register long r10 __asm__("r10") = d;
-
-	__asm__ volatile("syscall"
-			 : "=a"(result)
-			 : "a"(number), "D"(a), "S"(b), "d"(c), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return result;
-}
-
 static int unrecorded(void *unused)
 {
 	static const struct timespec rest = { 0, 16 * 1000 * 1000 };
 
-	raw_syscall4(SYS_prctl, PR_SET_NAME, (long)"unrecorded", 0, 0);
+	tdtest_raw_syscall4(SYS_prctl, PR_SET_NAME, (long)"unrecorded", 0, 0);
 	for (;;) {
 		spin_ms(4);
-		raw_syscall4(SYS_nanosleep, (long)&rest, 0, 0, 0);
+		tdtest_raw_syscall4(SYS_nanosleep, (long)&rest, 0, 0, 0);
 	}
 	return unused != NULL;
 }
