@@ -1098,8 +1098,8 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 				/* In a sparse chunk, a record that is not one of those
 				 * that moved is as kept; in a spanned one, one outside
 				 * the span. */
-				bool as_kept = sparse ? !(next_changed < changes.count && changes.at[next_changed] == i)
-						      : i < lo || i >= hi;
+				bool as_kept = moved && (sparse ? !(next_changed < changes.count && changes.at[next_changed] == i)
+								: i < lo || i >= hi);
 				unsigned char *d = !detail || from_sums ? NULL
 					: cached || as_kept ? cache->details + (size_t)(base + i) * detail_size
 							    : details + (size_t)i * detail_size;
