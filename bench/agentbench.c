@@ -21,6 +21,11 @@
  *       times a second for SECONDS.  Prints "sample THREADS HZ US
  *       SHARE": the reader's median CPU us per snapshot, and the CPU
  *       all of them used over the run as a share of one CPU.
+ *   agentbench walk SHIM WORKLOAD THREADS HZ SECONDS [MODE]
+ *       as `sample`, with td_ta_thr_stats_iter walks instead (every line
+ *       of tdstat takes one: the process figures and every thread, each
+ *       thread's figures copied out as tdstat keeps them).  Prints "walk
+ *       THREADS HZ US SHARE".
  *   agentbench iter SHIM WORKLOAD THREADS CALLS
  *       the same target; times CALLS td_ta_thr_stats_iter walks (a
  *       callback that adds up each thread) and as many td_ta_get_stats_ns
@@ -226,9 +231,42 @@ static int run_cost(const char *shim, const char *workload, const char *threads,
 	return 0;
 }
 
-static int run_sample(const char *shim, const char *workload, const char *threads, double hz, double seconds,
-		      const char *mode)
+/* A walk's threads, kept as tdstat keeps them (a copy of each). */
+struct kept_walk {
+	td_thr_stats_ns_t *threads;
+	size_t count, capacity;
+};
+
+static int keep_walked(const td_thr_stats_ns_t *thread, void *data)
 {
+	struct kept_walk *kept = data;
+
+	if (kept->count == kept->capacity) {
+		kept->capacity = kept->capacity ? 2 * kept->capacity : 1024;
+		kept->threads = realloc(kept->threads, kept->capacity * sizeof(*kept->threads));
+		if (!kept->threads)
+			die("realloc", 0);
+	}
+	kept->threads[kept->count++] = *thread;
+	return 0;
+}
+
+/* One snapshot of `sample` (the process figures with the kinds) or of
+ * `walk` (the threads too). */
+static td_err_e one_snapshot(const struct target *target, bool walk, struct kept_walk *kept)
+{
+	td_ta_stats_ns_t stats = { .size = sizeof(stats) };
+
+	if (!walk)
+		return td_ta_get_stats_ns(target->agent, &stats);
+	kept->count = 0;
+	return td_ta_thr_stats_iter(target->agent, keep_walked, kept, &stats);
+}
+
+static int run_sample(const char *shim, const char *workload, const char *threads, double hz, double seconds,
+		      const char *mode, bool walk)
+{
+	struct kept_walk kept = { 0 };
 	long count = (long)(hz * seconds), taken = 0;
 	double *per_snapshot = calloc(count > 0 ? count : 1, sizeof(*per_snapshot));
 	pid_t pid = start_workload(shim, workload, mode, threads);
@@ -240,11 +278,10 @@ static int run_sample(const char *shim, const char *workload, const char *thread
 	begin = next = monotonic_ns();
 	cpu_begin = tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	for (; taken < count; taken++) {
-		td_ta_stats_ns_t stats = { .size = sizeof(stats) };
 		uint64_t cpu = tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
-		if ((err = td_ta_get_stats_ns(target.agent, &stats)) != TD_OK)
-			die("td_ta_get_stats_ns", err);
+		if ((err = one_snapshot(&target, walk, &kept)) != TD_OK)
+			die(walk ? "td_ta_thr_stats_iter" : "td_ta_get_stats_ns", err);
 		per_snapshot[taken] = (tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu) / 1e3;
 		next += period;
 		uint64_t now = monotonic_ns();
@@ -253,7 +290,9 @@ static int run_sample(const char *shim, const char *workload, const char *thread
 	}
 	double share = (tdstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_begin) / (double)(monotonic_ns() - begin);
 	qsort(per_snapshot, taken, sizeof(*per_snapshot), compare_doubles);
-	printf("sample %s %.0f %.3f %.5f\n", threads, hz, taken ? per_snapshot[taken / 2] : 0.0, share);
+	printf("%s %s %.0f %.3f %.5f\n", walk ? "walk" : "sample", threads, hz, taken ? per_snapshot[taken / 2] : 0.0,
+	       share);
+	free(kept.threads);
 	target_close(&target);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -488,15 +527,16 @@ int main(int argc, char **argv)
 		return run_armed(atol(argv[2]) > 0 ? atol(argv[2]) : 1, argv + 3);
 	if ((argc == 6 || argc == 7) && strcmp(argv[1], "cost") == 0)
 		return run_cost(argv[2], argv[3], argv[4], atol(argv[5]), argc == 7 ? argv[6] : "condvar");
-	if ((argc == 7 || argc == 8) && strcmp(argv[1], "sample") == 0)
+	if ((argc == 7 || argc == 8) && (strcmp(argv[1], "sample") == 0 || strcmp(argv[1], "walk") == 0))
 		return run_sample(argv[2], argv[3], argv[4], atof(argv[5]), atof(argv[6]),
-				  argc == 8 ? argv[7] : "condvar");
+				  argc == 8 ? argv[7] : "condvar", strcmp(argv[1], "walk") == 0);
 	if (argc == 6 && strcmp(argv[1], "iter") == 0)
 		return run_iter(argv[2], argv[3], argv[4], atol(argv[5]));
 	if (argc == 4 && strcmp(argv[1], "compare") == 0)
 		return run_compare((pid_t)atol(argv[2]), atof(argv[3]));
 	fprintf(stderr, "usage: agentbench cost SHIM WORKLOAD THREADS CALLS [MODE]\n"
 			"       agentbench sample SHIM WORKLOAD THREADS HZ SECONDS [MODE]\n"
+			"       agentbench walk SHIM WORKLOAD THREADS HZ SECONDS [MODE]\n"
 			"       agentbench iter SHIM WORKLOAD THREADS CALLS\n"
 			"       agentbench compare PID SECONDS\n"
 			"       agentbench armed RUNS COMMAND [ARGS...]\n");

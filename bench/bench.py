@@ -329,6 +329,15 @@ class Bench:
             self.row("3 reader", f"td_ta_get_stats_ns with kinds at 100 Hz, 1000 {shape} threads",
                      "one CPU", f"{float(us):.1f} us a snapshot", f"{100 * float(share):.2f}% of one CPU",
                      "<= 1%", self.verdict(float(share) <= 0.01))
+        # The same at 100 Hz with the thread iteration, which every line
+        # of tdstat takes (the process figures and every thread, copied
+        # out): the agent's part of the `3 sampler` -t row.
+        seconds = 1 if self.args.smoke else 10
+        out = subprocess.run([*self.reader_prefix(), self.agentbench, "walk", self.shim, self.workload, "1000", "100",
+                              str(seconds), "condvar"], capture_output=True, text=True, check=True).stdout
+        _, _, _, us, share = out.split()
+        self.row("3 reader", "td_ta_thr_stats_iter at 100 Hz, 1000 sleeping threads (each thread copied out)",
+                 "one CPU", f"{float(us):.1f} us a walk", f"{100 * float(share):.2f}% of one CPU", "-", "-")
         self.section_iteration()
         self.section_sampler()
 

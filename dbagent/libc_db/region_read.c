@@ -35,6 +35,17 @@
  * thousand records come in one read rather than one a chunk. */
 #define LEAD_BYTES_MAX (256u * 1024u)
 
+/* The kept sums (struct tddb_chunk_kinds) are of groups of this many
+ * records of a chunk: a chunk where a band of records moved adds up
+ * the groups outside the band from their sums, without decoding their
+ * records. */
+#define SUM_GROUP_RECORDS 64u
+
+static uint32_t groups_per_chunk(uint32_t per_chunk)
+{
+	return (per_chunk + SUM_GROUP_RECORDS - 1) / SUM_GROUP_RECORDS;
+}
+
 /* Kept details asked for this many records ahead of their decoding. */
 #define DETAIL_PREFETCH 4
 
@@ -652,7 +663,7 @@ static struct tddb_record_cache *cache_grow(const struct td_thragent *agent, str
 		cache->slots = want;
 	}
 	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(agent->geometry.record_size, agent->geometry.detail_size);
-	uint32_t chunks = (cache->slots + per_chunk - 1) / per_chunk;
+	uint32_t chunks = (cache->slots + per_chunk - 1) / per_chunk * groups_per_chunk(per_chunk);
 	if (chunks > cache->chunk_slots) {
 		struct tddb_chunk_kinds *grown = realloc(cache->chunks, chunks * sizeof(*grown));
 
@@ -685,30 +696,39 @@ static bool chunk_cached(const struct tddb_record_cache *cache, const unsigned c
 	return memcmp(records, cache->records + (size_t)base * size, (size_t)n * size) == 0;
 }
 
-/* Whether a chunk that is not all as kept has at most
- * SPARSE_CHANGED_MAX records that are not (their indices in
- * changed_at[], *changed of them), every other one kept with its detail
- * if wanted: those others are consistent as they are (chunk_cached's
- * rule, record by record). */
+/* A chunk that is not all as kept: where the records are that are not
+ * (not kept, with the detail if wanted, or differing from their kept
+ * images).  Every other one is consistent as it is (chunk_cached's
+ * rule, record by record).  The first SPARSE_CHANGED_MAX of them are
+ * listed in at[]; first and last bound them all.  False when the cache
+ * has no room for the chunk, or when every record is as kept. */
 #define SPARSE_CHANGED_MAX 3
 
+struct chunk_changes {
+	uint32_t count;
+	uint32_t at[SPARSE_CHANGED_MAX];
+	uint32_t first, last;
+};
+
 static bool chunk_changed(const struct tddb_record_cache *cache, const unsigned char *records, uint32_t base,
-			  uint32_t n, uint32_t size, bool detail, uint32_t *changed_at, uint32_t *changed)
+			  uint32_t n, uint32_t size, bool detail, struct chunk_changes *changes)
 {
 	uint8_t need = detail ? TDDB_CACHED_DETAIL : TDDB_CACHED_RECORD;
 
-	*changed = 0;
+	changes->count = 0;
 	if (!cache || base + n > cache->slots)
 		return false;
 	for (uint32_t i = 0; i < n; i++) {
 		if (cache->held[base + i] >= need &&
 		    memcmp(records + (size_t)i * size, cache->records + (size_t)(base + i) * size, size) == 0)
 			continue;
-		if (*changed == SPARSE_CHANGED_MAX)
-			return false;
-		changed_at[(*changed)++] = i;
+		if (changes->count < SPARSE_CHANGED_MAX)
+			changes->at[changes->count] = i;
+		if (changes->count++ == 0)
+			changes->first = i;
+		changes->last = i;
 	}
-	return *changed > 0;
+	return changes->count > 0;
 }
 
 static void cache_keep(struct tddb_record_cache *cache, const struct tddb_geometry *geometry, uint32_t index,
@@ -719,6 +739,9 @@ static void cache_keep(struct tddb_record_cache *cache, const struct tddb_geomet
 	if (!cache || index >= cache->slots)
 		return;
 	kept = cache->records + (size_t)index * geometry->record_size;
+	/* The same bytes publish the same detail copy: kept already. */
+	if (cache->held[index] == TDDB_CACHED_DETAIL && memcmp(kept, record, geometry->record_size) == 0)
+		return;
 	if (detail) {
 		memcpy(cache->details + (size_t)index * geometry->detail_size, detail, geometry->detail_size);
 		cache->held[index] = TDDB_CACHED_DETAIL;
@@ -1000,143 +1023,165 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 			later_reads = true;
 		}
 		cached = err == TD_OK && chunk_cached(cache, records, base, n, size, detail);
-		/* A chunk where only a few records moved (a thread or two
-		 * changing state among sleeping ones): those are read again
-		 * one by one (record, detail, record), the others are as
-		 * kept, rather than the whole chunk's details and its second
-		 * copy. */
-		uint32_t changed_at[SPARSE_CHANGED_MAX], changed = 0, next_changed = 0;
-		bool sparse = err == TD_OK && !cached &&
-			      chunk_changed(cache, records, base, n, size, detail, changed_at, &changed);
+		/* A chunk where some records moved (or are not kept yet),
+		 * every other one as kept: only those are read again.  A few (a thread or
+		 * two changing state among sleeping ones) one by one (record,
+		 * detail, record); more, the span from the first to the last
+		 * of them in one read of details and one of records (threads
+		 * queuing on a lock change state in turn, a band of records at
+		 * a time); the others are as kept, their details not read. */
+		struct chunk_changes changes = { 0 };
+		uint32_t next_changed = 0;
+		bool moved = err == TD_OK && !cached && chunk_changed(cache, records, base, n, size, detail, &changes);
+		bool sparse = moved && changes.count <= SPARSE_CHANGED_MAX;
+		uint32_t lo = moved && !sparse ? changes.first : 0, hi = moved && !sparse ? changes.last + 1 : n;
+
 		if (err == TD_OK && detail && !cached && !sparse)
-			err = region_read(agent, geometry->details_offset + (uint64_t)base * detail_size, details,
-					  (size_t)n * detail_size);
+			err = region_read(agent, geometry->details_offset + (uint64_t)(base + lo) * detail_size,
+					  details + (size_t)lo * detail_size, (size_t)(hi - lo) * detail_size);
 		if (err == TD_OK && !cached && !sparse) {
-			err = region_read(agent, offset, second, (size_t)n * size);
+			err = region_read(agent, offset + (uint64_t)lo * size, second + (size_t)lo * size,
+					  (size_t)(hi - lo) * size);
 			later_reads = true;
 		}
 		ends.read_end = window_end_at(view, reader_now(&image, now));
 		/* Most chunks held still between the two reads: one compare
 		 * of the whole chunk clears every record at once (identical
 		 * bytes satisfy the latch's rule), else record by record. */
-		chunk_stable = cached || (err == TD_OK && !sparse && memcmp(records, second, (size_t)n * size) == 0);
-		/* The chunk's closed per-kind time, kept from the last walk
-		 * that read its details: every record as then, in the same
-		 * window, none cut to the window's length then (a cut that
-		 * the window's growth since may have undone). */
-		struct tddb_chunk_kinds *sums = cache && detail && base / per_chunk < cache->chunk_slots
-							? &cache->chunks[base / per_chunk] : NULL;
-		bool sums_current = sums && cached && sums->valid && sums->records == n &&
-				    sums->window_start_ns == ends.start &&
-				    sums->window_end_ns == view->control.window_end_ns &&
-				    sums->exit_ns == view->status.exit_ns;
-		bool from_sums = kinds && sums_current;
-		unsigned __int128 open[TDSTAT_WAIT_KIND_COUNT] = { 0 };
-		/* Sums that hold for this chunk as it is are not taken again
-		 * (a walk that visits every record anyway). */
-		bool summing = sums && !sums_current;
-		/* The process sums alone: a chunk as kept adds its kept sums,
-		 * no record decoded. */
-		struct tddb_chunk_kinds *chunk = cache && base / per_chunk < cache->chunk_slots
-							 ? &cache->chunks[base / per_chunk] : NULL;
+		chunk_stable = cached || (err == TD_OK && !sparse &&
+					  memcmp(records + (size_t)lo * size, second + (size_t)lo * size, (size_t)(hi - lo) * size) == 0);
+		/* The chunk group by group (SUM_GROUP_RECORDS): a group whose
+		 * records are all as kept may be added up from its kept sums. */
+		for (uint32_t g0 = 0; g0 < n && err == TD_OK; g0 += SUM_GROUP_RECORDS) {
+			uint32_t gn = n - g0 < SUM_GROUP_RECORDS ? n - g0 : SUM_GROUP_RECORDS;
+			uint32_t slot = base / per_chunk * groups_per_chunk(per_chunk) + g0 / SUM_GROUP_RECORDS;
+			bool group_cached = cached;
 
-		if (whole_into && chunk && cached && err == TD_OK && (!detail || from_sums) &&
-		    chunk_whole_add(chunk, n, geometry, &ends, detail ? sums : NULL, whole_into, &counted_sum,
-				    &counted_live))
-			continue;
-		bool whole_summing = chunk && !(cached && chunk->whole && chunk->whole_records == n &&
-						chunk->whole_window_start_ns == ends.start);
-
-		if (summing)
-			memset(sums, 0, offsetof(struct tddb_chunk_kinds, whole));
-		if (whole_summing)
-			chunk_whole_begin(chunk);
-		for (i = 0; i < n && err == TD_OK; i++) {
-			unsigned char *a = records + (size_t)i * size, *b = second + (size_t)i * size;
-			/* In a sparse chunk, a record that is not one of those
-			 * that moved is as kept. */
-			bool as_kept = sparse && !(next_changed < changed && changed_at[next_changed] == i);
-			unsigned char *d = !detail || from_sums ? NULL
-				: cached || as_kept ? cache->details + (size_t)(base + i) * detail_size
-						    : details + (size_t)i * detail_size;
-
-			if (sparse && !as_kept)
-				next_changed++;
-			struct tddb_thread thread;
-
-			struct record_ends record_ends = ends;
-
-			/* The kept details are read one record after another, two
-			 * lines each: asked for ahead, they come while the records
-			 * before them are decoded (a snapshot at 100 Hz finds them
-			 * out of the CPU's caches). */
-			if (cached && d && i + DETAIL_PREFETCH < n) {
-				uint32_t parity = record_seq(geometry, records + (size_t)(i + DETAIL_PREFETCH) * size) & 1u;
-				const unsigned char *ahead = cache->details +
-							     (size_t)(base + i + DETAIL_PREFETCH) * detail_size +
-							     geometry->layout.detail_copies + parity * geometry->layout.detail_copy_size;
-
-				__builtin_prefetch(ahead);
-				__builtin_prefetch(ahead + 64);
+			if (moved && sparse) {
+				group_cached = true;
+				for (uint32_t c = 0; c < changes.count; c++)
+					group_cached = group_cached && (changes.at[c] < g0 || changes.at[c] >= g0 + gn);
+			} else if (moved) {
+				group_cached = g0 + gn <= lo || g0 >= hi;
 			}
+			/* The group's closed per-kind time, kept from the last walk
+			 * that read its details: every record as then, in the same
+			 * window, none cut to the window's length then (a cut that
+			 * the window's growth since may have undone). */
+			struct tddb_chunk_kinds *sums = cache && detail && slot < cache->chunk_slots ? &cache->chunks[slot] : NULL;
+			bool sums_current = sums && group_cached && sums->valid && sums->records == gn &&
+					    sums->window_start_ns == ends.start &&
+					    sums->window_end_ns == view->control.window_end_ns &&
+					    sums->exit_ns == view->status.exit_ns;
+			bool from_sums = kinds && sums_current;
+			unsigned __int128 open[TDSTAT_WAIT_KIND_COUNT] = { 0 };
+			/* Sums that hold for this group as it is are not taken again
+			 * (a walk that visits every record anyway). */
+			bool summing = sums && !sums_current;
+			/* The process sums alone: a group as kept adds its kept sums,
+			 * no record decoded. */
+			struct tddb_chunk_kinds *chunk = cache && slot < cache->chunk_slots ? &cache->chunks[slot] : NULL;
 
-			thread.index = base + i;
-			if (!chunk_stable && !as_kept && (sparse || !record_stable(geometry, a, b))) {
-				/* Read again, so counted up to a clock before that. */
-				if (!image.frozen) {
-					uint64_t reread_now = tddb_max_u64(ends.reader_now, reader_clock(geometry));
+			if (whole_into && chunk && group_cached && err == TD_OK && (!detail || from_sums) &&
+			    chunk_whole_add(chunk, gn, geometry, &ends, detail ? sums : NULL, whole_into, &counted_sum,
+					    &counted_live))
+				continue;
+			bool whole_summing = chunk && !(group_cached && chunk->whole && chunk->whole_records == gn &&
+							chunk->whole_window_start_ns == ends.start);
 
-					record_ends.open_end = window_end_at(view, reread_now);
-					record_ends.reader_now = reread_now;
+			if (summing)
+				memset(sums, 0, offsetof(struct tddb_chunk_kinds, whole));
+			if (whole_summing)
+				chunk_whole_begin(chunk);
+			for (i = g0; i < g0 + gn && err == TD_OK; i++) {
+				unsigned char *a = records + (size_t)i * size, *b = second + (size_t)i * size;
+				/* In a sparse chunk, a record that is not one of those
+				 * that moved is as kept; in a spanned one, one outside
+				 * the span. */
+				bool as_kept = moved && (sparse ? !(next_changed < changes.count && changes.at[next_changed] == i)
+								: i < lo || i >= hi);
+				unsigned char *d = !detail || from_sums ? NULL
+					: cached || as_kept ? cache->details + (size_t)(base + i) * detail_size
+							    : details + (size_t)i * detail_size;
+
+				if (sparse && !as_kept)
+					next_changed++;
+				struct tddb_thread thread;
+
+				struct record_ends record_ends = ends;
+
+				/* The kept details are read one record after another, two
+				 * lines each: asked for ahead, they come while the records
+				 * before them are decoded (a snapshot at 100 Hz finds them
+				 * out of the CPU's caches). */
+				if ((cached || moved) && d && i + DETAIL_PREFETCH < n) {
+					uint32_t parity = record_seq(geometry, records + (size_t)(i + DETAIL_PREFETCH) * size) & 1u;
+					const unsigned char *ahead = cache->details +
+								     (size_t)(base + i + DETAIL_PREFETCH) * detail_size +
+								     geometry->layout.detail_copies + parity * geometry->layout.detail_copy_size;
+
+					__builtin_prefetch(ahead);
+					__builtin_prefetch(ahead + 64);
 				}
-				err = record_reread(agent, base + i, a, b, d, deadline);
-				later_reads = true;
-				ends.read_end = window_end_at(view, reader_now(&image, now));
-				record_ends.read_end = ends.read_end;
+
+				thread.index = base + i;
+				if (!chunk_stable && !as_kept && (sparse || !record_stable(geometry, a, b))) {
+					/* Read again, so counted up to a clock before that. */
+					if (!image.frozen) {
+						uint64_t reread_now = tddb_max_u64(ends.reader_now, reader_clock(geometry));
+
+						record_ends.open_end = window_end_at(view, reread_now);
+						record_ends.reader_now = reread_now;
+					}
+					err = record_reread(agent, base + i, a, b, d, deadline);
+					later_reads = true;
+					ends.read_end = window_end_at(view, reader_now(&image, now));
+					record_ends.read_end = ends.read_end;
+				}
+				if (err == TD_OK)
+					err = thread_decode(geometry, &(struct record_bytes){ a, d }, &record_ends, &thread);
+				if (err == TD_OK && thread.state != TDSTAT_STATE_FREE) {
+					counted_sum += record_ends.open_end;
+					counted_live++;
+				}
+				if (err == TD_OK && !cached && !as_kept)
+					cache_keep(cache, geometry, base + i, a, d);
+				if (err == TD_OK && whole_summing)
+					chunk_whole_note(chunk, &thread);
+				if (err == TD_OK && from_sums && thread.state == TDSTAT_STATE_BLOCKED &&
+				    thread.kind < TDSTAT_WAIT_KIND_COUNT)
+					open[thread.kind] += thread.blocked_open_ns;
+				if (err == TD_OK && summing) {
+					/* What the copies closed, without the open interval. */
+					for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+						sums->idle[k] += thread.idle_ns[k];
+					if (thread.state == TDSTAT_STATE_BLOCKED && thread.kind < TDSTAT_WAIT_KIND_COUNT)
+						sums->idle[thread.kind] -= thread.blocked_open_ns;
+					sums->valid = sums->valid || i == g0;
+					if (thread.clamped)
+						summing = sums->valid = false;
+				}
+				if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
+					err = visitor(&thread, context);
 			}
-			if (err == TD_OK)
-				err = thread_decode(geometry, &(struct record_bytes){ a, d }, &record_ends, &thread);
-			if (err == TD_OK && thread.state != TDSTAT_STATE_FREE) {
-				counted_sum += record_ends.open_end;
-				counted_live++;
+			if (whole_summing && err == TD_OK && i == g0 + gn && chunk->whole) {
+				chunk->whole_records = gn;
+				chunk->whole_window_start_ns = ends.start;
+			} else if (whole_summing) {
+				chunk->whole = false;
 			}
-			if (err == TD_OK && !cached && !as_kept)
-				cache_keep(cache, geometry, base + i, a, d);
-			if (err == TD_OK && whole_summing)
-				chunk_whole_note(chunk, &thread);
-			if (err == TD_OK && from_sums && thread.state == TDSTAT_STATE_BLOCKED &&
-			    thread.kind < TDSTAT_WAIT_KIND_COUNT)
-				open[thread.kind] += thread.blocked_open_ns;
-			if (err == TD_OK && summing) {
-				/* What the copies closed, without the open interval. */
+			if (summing && err == TD_OK && i == g0 + gn) {
+				sums->records = gn;
+				sums->window_start_ns = ends.start;
+				sums->window_end_ns = view->control.window_end_ns;
+				sums->exit_ns = view->status.exit_ns;
+			} else if (summing || (sums && !sums_current)) {
+				sums->valid = false;
+			}
+			if (from_sums && err == TD_OK)
 				for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-					sums->idle[k] += thread.idle_ns[k];
-				if (thread.state == TDSTAT_STATE_BLOCKED && thread.kind < TDSTAT_WAIT_KIND_COUNT)
-					sums->idle[thread.kind] -= thread.blocked_open_ns;
-				sums->valid = sums->valid || i == 0;
-				if (thread.clamped)
-					summing = sums->valid = false;
-			}
-			if (err == TD_OK && (thread.state != TDSTAT_STATE_FREE || thread.tracked_ns != 0))
-				err = visitor(&thread, context);
+					kinds[k] += sums->idle[k] + open[k];
 		}
-		if (whole_summing && err == TD_OK && i == n && chunk->whole) {
-			chunk->whole_records = n;
-			chunk->whole_window_start_ns = ends.start;
-		} else if (whole_summing) {
-			chunk->whole = false;
-		}
-		if (summing && err == TD_OK && i == n) {
-			sums->records = n;
-			sums->window_start_ns = ends.start;
-			sums->window_end_ns = view->control.window_end_ns;
-			sums->exit_ns = view->status.exit_ns;
-		} else if (summing || (sums && !sums_current)) {
-			sums->valid = false;
-		}
-		if (from_sums && err == TD_OK)
-			for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-				kinds[k] += sums->idle[k] + open[k];
 	}
 	if (cache) {
 		cache->last_count = count;

@@ -96,6 +96,7 @@ ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t address, void *buffer, siz
 
 	pthread_mutex_lock(&ph->lock);
 	ph->reads++;
+	ph->read_bytes += size;
 	source = image_range(ph, address, size);
 	if (ph->fail_reads) {
 		result = PS_ERR;

@@ -29,6 +29,7 @@ struct ps_prochandle {
 	int torn_reads;             /* this many record reads see a seq that moved */
 	bool random_reads;          /* every read returns random bytes */
 	unsigned long reads, writes;
+	unsigned long read_bytes;   /* what the reads asked for */
 	unsigned int seed;
 	char last_object[64];       /* the object name of the last lookup */
 };

@@ -629,3 +629,111 @@ Test(agent_numbers, kept_chunk_sums_equal_the_records_one_by_one)
 		}
 	}
 }
+
+struct handed_records {
+	td_thr_stats_ns_t by_record[1024];
+	int count;
+};
+
+static int keep_handed(const td_thr_stats_ns_t *thread, void *data)
+{
+	struct handed_records *kept = data;
+
+	cr_assert_lt(thread->record, 1024);
+	kept->by_record[thread->record] = *thread;
+	kept->count++;
+	return 0;
+}
+
+/* What an agent that never saw the target (nothing kept) makes of it,
+ * against what `agent` makes of it now: the process's figures (with
+ * `walk_first`, from the walk) and the walk record by record.  Returns
+ * the bytes `agent`'s first call read. */
+static unsigned long expect_as_fresh(const char *what, bool walk_first)
+{
+	static struct handed_records fresh, kept;
+	td_ta_stats_ns_t fresh_ns = { .size = sizeof(fresh_ns) }, kept_ns = { .size = sizeof(kept_ns) };
+	td_ta_stats_ns_t process = { .size = sizeof(process) };
+	td_thragent_t *other;
+
+	memset(&fresh, 0, sizeof(fresh));
+	memset(&kept, 0, sizeof(kept));
+	unsigned long bytes = target.read_bytes;
+	if (!walk_first)
+		cr_assert_eq(td_ta_get_stats_ns(agent, &process), TD_OK);
+	else
+		cr_assert_eq(td_ta_thr_stats_iter(agent, keep_handed, &kept, &kept_ns), TD_OK);
+	bytes = target.read_bytes - bytes;
+	if (!walk_first)
+		cr_assert_eq(td_ta_thr_stats_iter(agent, keep_handed, &kept, &kept_ns), TD_OK);
+	cr_assert_eq(td_ta_new(&target, &other), TD_OK);
+	cr_assert_eq(td_ta_thr_stats_iter(other, keep_handed, &fresh, &fresh_ns), TD_OK);
+	td_ta_delete(other);
+	expect_same_stats(&kept_ns, &fresh_ns, what);
+	if (!walk_first)
+		expect_same_stats(&process, &fresh_ns, what);
+	cr_assert_eq(kept.count, fresh.count, "%s", what);
+	for (int i = 0; i < 1024; i++)
+		cr_assert(memcmp(&kept.by_record[i], &fresh.by_record[i], sizeof(fresh.by_record[i])) == 0,
+			  "%s: record %d", what, i);
+	return bytes;
+}
+
+/*
+ * Threads that queue on a lock change state in turn: between two
+ * snapshots at 100 Hz a band of a few dozen records moves while the rest
+ * sleep (region_read.c, chunk_changes).  Only the band's details and
+ * second copy are read again, the rest served as kept; the figures must
+ * be exactly those of an agent that read everything, after the process
+ * figures or the walk read the band first, with records that moved at
+ * both ends of the band.
+ */
+Test(agent_numbers, a_band_of_changed_records_reads_only_the_band)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	unsigned long bytes;
+
+	control->window_start_ns = ws;
+	control->window_end_ns = ws + 10 * SECOND;
+	for (uint32_t i = 0; i < 700; i++) /* three chunks of details */
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	expect_as_fresh("all kept", false);
+
+	/* Records 40 to 64 of the first chunk move on, some to a mutex,
+	 * some runnable: the band ends with the first record of a group of
+	 * kept sums (SUM_GROUP_RECORDS). */
+	for (uint32_t i = 40; i < 65; i++) {
+		if (i % 3)
+			publish_blocked(i, ws, ws + 8 * SECOND, TDSTAT_WAIT_MUTEX, TDSTAT_WAIT_COND, 2 * SECOND);
+		else
+			publish_any(i, TDSTAT_STATE_RUNNABLE, 0, ws, ws + 7 * SECOND, 7 * SECOND, 3 * SECOND,
+				    TDSTAT_WAIT_SLEEP, 0);
+	}
+	bytes = expect_as_fresh("a band moved", false);
+	/* The header with every record and the header again, the band's
+	 * details and records, the header once more (reads after the
+	 * first header's): far less than the first chunk's details
+	 * (64 KiB) alone. */
+	cr_assert_lt(bytes, 3 * fake_header(&target)->records_offset + 700 * sizeof(struct tdstat_record) +
+				    25 * (sizeof(struct tdstat_detail) + sizeof(struct tdstat_record)) + 1,
+		     "read %lu bytes", bytes);
+	for (uint32_t i = 41; i < 60; i += 3)
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_FUTEX, TDSTAT_WAIT_FUTEX, 1 * SECOND);
+	expect_as_fresh("a band moved again, the walk first", true);
+
+	/* Again: both ends of the band, one record that ended inside it
+	 * and one with a change under way. */
+	for (uint32_t i = 40; i < 60; i += 19)
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_SLEEP, TDSTAT_WAIT_SIGNAL, 1 * SECOND);
+	publish_any(47, TDSTAT_STATE_FREE, 0, ws, ws + 3 * SECOND, 3 * SECOND, SECOND, TDSTAT_WAIT_IO, 0);
+	publish_any(52, TDSTAT_STATE_RUNNABLE, 0, ws, ws + 4 * SECOND, 4 * SECOND, 0, TDSTAT_WAIT_JOIN,
+		    ws + 9 * SECOND);
+	expect_as_fresh("the band's ends moved", true);
+	/* And a band in the last, partly filled chunk. */
+	for (uint32_t i = 610; i < 690; i += 7)
+		publish_blocked(i, ws, ws + 6 * SECOND, TDSTAT_WAIT_IO, TDSTAT_WAIT_IO, 3 * SECOND);
+	expect_as_fresh("a band of the last chunk", true);
+}
