@@ -138,7 +138,8 @@ void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept)
 {
 	uint64_t hash = mix(object);
 	unsigned int ring = ring_index(hash);
-	/* The cursor runs over 0..255; RING_ENTRIES divides 256. */
+	/* The cursor holds 1 + the entry written last (0 before any):
+	 * modulo RING_ENTRIES, the next one to write. */
 	unsigned int at = CMM_LOAD_SHARED(ring_cursors[ring]) % RING_ENTRIES;
 
 	CMM_STORE_SHARED(ring_cursors[ring], (uint8_t)(at + 1));
