@@ -726,20 +726,6 @@ void tdshim_sync_pass_through(bool helgrind_may_watch)
 	tdshim_sem_wait_inline = 0;
 }
 
-/*
- * The fast paths' compare-and-swap: true when *data held *seen and now
- * holds `next`; else *seen is what it held.  That is the instruction's
- * own contract (glibc's fast paths are written so), where
- * uatomic_cmpxchg's (the old value returned) costs a register copy
- * before it and a compare after it: sem_post+sem_trywait was 35
- * instructions a pair against glibc's 28, 31 this way (the 3 left are
- * the gate's load and compare).
- */
-static inline bool semaphore_cas(uint64_t *data, uint64_t *seen, uint64_t next)
-{
-	return __atomic_compare_exchange_n(data, seen, next, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-}
-
 /* The same decrement as glibc's own fast path: one CAS while the value
  * is positive. */
 static bool take_if_positive(sem_t *semaphore)
@@ -748,8 +734,10 @@ static bool take_if_positive(sem_t *semaphore)
 	uint64_t seen = uatomic_read(data);
 
 	while ((uint32_t)seen != 0) {
-		if (semaphore_cas(data, &seen, seen - 1))
+		uint64_t before = uatomic_cmpxchg(data, seen, seen - 1);
+		if (before == seen)
 			return true;
+		seen = before;
 	}
 	return false;
 }
@@ -1180,7 +1168,7 @@ TDSHIM_EXPORT int sem_trywait(sem_t *semaphore)
 		uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
 		uint64_t seen = uatomic_read(data);
 
-		if (caa_likely((uint32_t)seen != 0) && caa_likely(semaphore_cas(data, &seen, seen - 1)))
+		if (caa_likely((uint32_t)seen != 0) && caa_likely(uatomic_cmpxchg(data, seen, seen - 1) == seen))
 			return 0;
 	}
 	return trywait_slow(semaphore);
@@ -1290,8 +1278,10 @@ TDSHIM_EXPORT int sem_post(sem_t *semaphore)
 		/* One compare of the whole word: no waiter (high half 0) and
 		 * room for one more (low half). */
 		while (caa_likely(seen < SEMAPHORE_VALUE_MAX)) {
-			if (caa_likely(semaphore_cas(data, &seen, seen + 1)))
+			uint64_t before = uatomic_cmpxchg(data, seen, seen + 1);
+			if (caa_likely(before == seen))
 				return 0;
+			seen = before;
 		}
 		return sem_post_slow(semaphore, (seen >> 32) != 0);
 	}
