@@ -513,9 +513,10 @@ class Bench:
         import real_programs
         log("5. real programs, wall time, alternating runs")
         real_programs.measure(self.shim, 1 if self.args.smoke else max(7, self.runs),
-                              lambda name, b, t, r: self.row(
+                              lambda name, b, t, r, spread: self.row(
                                   "5 programs", name, f"bare {b:.3f} s", f"tdstat {t:.3f} s",
-                                  f"{r:.3f}x", "<= 1.02x", self.verdict(r <= 1.02)))
+                                  f"{r:.3f}x ({spread})", "<= 1.02x", self.verdict(r <= 1.02)),
+                              smoke=self.args.smoke)
 
     def section_alternatives(self):
         self.alternatives_measure()

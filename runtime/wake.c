@@ -52,11 +52,25 @@ static uint64_t wake_slots[WAKE_SLOTS];
  * the earliest stamp after the start of its sleep that no other waiter
  * claimed (the claimed bit), which is its own when waiters return in the
  * order they were woken, and one of its neighbours' otherwise: the sum
- * stays right.  The waker overwrites the oldest entry.
+ * stays right.
+ *
+ * The waker writes the entry at its ring's cursor (the oldest, as the
+ * ring is written in turn) and moves the cursor on; a withdrawn stamp
+ * gives its entry back (the cursor moves back when nobody wrote after
+ * it), so a wake that woke nobody costs no other waiter its stamp.  The
+ * waiter walks from the newest entry back and stops at the first of its
+ * object's stamps from before its sleep: in a ping-pong, two entries
+ * instead of the whole ring, and no scan for the oldest in the waker
+ * (stamp and claim: 320 instructions a one-CPU semaphore round trip,
+ * against 770 with the scans).
+ * Cursor and entries are written without a lock, as before them the scan
+ * was: two wakers of one ring at once may write one entry, and the later
+ * one's stamp stands.
  */
 #define CLAIM_RINGS 512u
 #define RING_ENTRIES 8u
 static uint64_t claim_rings[CLAIM_RINGS][RING_ENTRIES] __attribute__((aligned(64)));
+static uint8_t ring_cursors[CLAIM_RINGS];
 
 static uint64_t mix(const void *object)
 {
@@ -82,8 +96,17 @@ void tdshim_wake_stamp(const void *object)
 
 void tdshim_wake_withdraw(const struct tdshim_stamp *kept)
 {
-	if (kept->slot)
-		uatomic_cmpxchg(kept->slot, kept->written, kept->before);
+	if (!kept->slot || uatomic_cmpxchg(kept->slot, kept->written, kept->before) != kept->written)
+		return;
+	/* A ring's entry: the next stamp takes it again if nobody wrote
+	 * after it. */
+	uintptr_t offset = (uintptr_t)kept->slot - (uintptr_t)&claim_rings[0][0];
+	if (offset < sizeof(claim_rings)) {
+		size_t ring = offset / sizeof(claim_rings[0]), at = offset % sizeof(claim_rings[0]) / sizeof(uint64_t);
+
+		if (CMM_LOAD_SHARED(ring_cursors[ring]) == (uint8_t)(at + 1))
+			CMM_STORE_SHARED(ring_cursors[ring], (uint8_t)at);
+	}
 }
 
 /* A stamp of now, by this CPU, for the object of `hash`. */
@@ -106,30 +129,23 @@ void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept)
 	CMM_STORE_SHARED(*kept->slot, kept->written);
 }
 
-static uint64_t *ring_of(uint64_t hash)
+static unsigned int ring_index(uint64_t hash)
 {
-	return claim_rings[(hash >> 32) % CLAIM_RINGS];
+	return (unsigned int)((hash >> 32) % CLAIM_RINGS);
 }
 
 void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept)
 {
 	uint64_t hash = mix(object);
-	uint64_t *ring = ring_of(hash);
-	uint64_t now = tdshim_stamp_ns(), now_units = (now >> TIME_SHIFT) & TIME_MASK, oldest_age = 0;
-	unsigned int victim = 0;
+	unsigned int ring = ring_index(hash);
+	/* The cursor holds 1 + the entry written last (0 before any):
+	 * modulo RING_ENTRIES, the next one to write. */
+	unsigned int at = CMM_LOAD_SHARED(ring_cursors[ring]) % RING_ENTRIES;
 
-	for (unsigned int i = 0; i < RING_ENTRIES; i++) {
-		uint64_t entry = CMM_LOAD_SHARED(ring[i]);
-		uint64_t age = entry ? (now_units - (entry >> TIME_AT)) & TIME_MASK : TIME_MASK;
-
-		if (age >= oldest_age) {
-			oldest_age = age;
-			victim = i;
-		}
-	}
-	kept->slot = &ring[victim];
+	CMM_STORE_SHARED(ring_cursors[ring], (uint8_t)(at + 1));
+	kept->slot = &claim_rings[ring][at];
 	kept->before = CMM_LOAD_SHARED(*kept->slot);
-	kept->written = stamp_word(hash, now);
+	kept->written = stamp_word(hash, tdshim_stamp_ns());
 	CMM_STORE_SHARED(*kept->slot, kept->written);
 }
 
@@ -169,32 +185,36 @@ uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *wa
 uint64_t tdshim_wake_claim(const void *object, uint64_t since, unsigned int *waker_cpu)
 {
 	uint64_t hash = mix(object);
-	uint64_t *ring = ring_of(hash);
+	unsigned int ring = ring_index(hash);
+	uint64_t *entries = claim_rings[ring];
 
 	/* A claim lost to another waiter looks again, a few times. */
 	for (int tries = 0; tries < 4; tries++) {
-		uint64_t earliest = 0, earliest_after = 0, latest = 0, latest_after = 0;
+		unsigned int newest = CMM_LOAD_SHARED(ring_cursors[ring]) + RING_ENTRIES - 1;
+		uint64_t earliest = 0, latest = 0;
 		unsigned int at = 0;
 
-		for (unsigned int i = 0; i < RING_ENTRIES; i++) {
-			uint64_t entry = CMM_LOAD_SHARED(ring[i]);
-			uint64_t after = units_after(entry, hash, since);
+		/* Newest first; the earliest unclaimed one is the last seen. */
+		for (unsigned int back = 0; back < RING_ENTRIES; back++) {
+			unsigned int i = (newest - back) % RING_ENTRIES;
+			uint64_t entry = CMM_LOAD_SHARED(entries[i]);
 
-			if (!after)
+			if (entry == 0)
+				break;
+			if ((entry & ((1u << TAG_BITS) - 1)) != tag_of(hash))
 				continue;
-			if (after > latest_after) {
-				latest_after = after;
+			if (!units_after(entry, hash, since))
+				break;
+			if (!latest)
 				latest = entry;
-			}
-			if (!(entry & CLAIMED_BIT) && (!earliest_after || after < earliest_after)) {
-				earliest_after = after;
+			if (!(entry & CLAIMED_BIT)) {
 				earliest = entry;
 				at = i;
 			}
 		}
 		if (!earliest)
 			return latest ? stamp_time(latest, since, waker_cpu) : 0;
-		if (uatomic_cmpxchg(&ring[at], earliest, earliest | CLAIMED_BIT) == earliest)
+		if (uatomic_cmpxchg(&entries[at], earliest, earliest | CLAIMED_BIT) == earliest)
 			return stamp_time(earliest, since, waker_cpu);
 	}
 	return 0;
@@ -268,4 +288,5 @@ void tdshim_wake_hide_from_race_detectors(void)
 {
 	tdshim_hide_from_race_detectors(wake_slots, sizeof(wake_slots));
 	tdshim_hide_from_race_detectors(claim_rings, sizeof(claim_rings));
+	tdshim_hide_from_race_detectors(ring_cursors, sizeof(ring_cursors));
 }
