@@ -57,7 +57,7 @@
  *                      kernel CPU + run-queue time (a withdrawn post's
  *                      entry given back behind a newer one stopped the
  *                      waiter's walk of the claim ring before its own
- *                      stamp: 0.5-0.6); needs SCHED_FIFO (root)
+ *                      stamp: 0.53-0.62); needs SCHED_FIFO (root)
  *   late-announcement  writers whose clock reads return late (preempted
  *                      right after reading, LATECLOCK_NS with rel_slowclock
  *                      preloaded before the shim): no integral goes down
