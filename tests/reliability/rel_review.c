@@ -51,6 +51,13 @@
  *                      kernel CPU + run-queue time (one stamp slot gave
  *                      both waiters the second post's stamp: 0.8); needs
  *                      SCHED_FIFO (root)
+ *   racing-posts       a semaphore waiter woken by a post, waiting for the
+ *                      CPU 4 ms while posts that wake nobody race on both
+ *                      CPUs: runnable time within 10% of the threads'
+ *                      kernel CPU + run-queue time (a withdrawn post's
+ *                      entry given back behind a newer one stopped the
+ *                      waiter's walk of the claim ring before its own
+ *                      stamp: 0.53-0.62); needs SCHED_FIFO (root)
  *   late-announcement  writers whose clock reads return late (preempted
  *                      right after reading, LATECLOCK_NS with rel_slowclock
  *                      preloaded before the shim): no integral goes down
@@ -495,6 +502,8 @@ int main(int argc, char **argv)
 		return runnable_as_kernel("remote-idle", 0.15);
 	if (!strcmp(mode, "queued-posts"))
 		return runnable_as_kernel("queued-posts", 0.10);
+	if (!strcmp(mode, "racing-posts"))
+		return runnable_as_kernel("racing-posts", 0.10);
 	if (!strcmp(mode, "remote-busy")) {
 		if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
 			printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
@@ -502,6 +511,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|queued-posts\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts\n");
 	return 2;
 }

@@ -28,6 +28,12 @@
  *                  60 times; two waiters (SCHED_FIFO 1) asleep on it are
  *                  woken by one post each and wait for the CPU 8 and
  *                  4 ms; prints the three threads' kernel figures
+ *   racing-posts   on CPU 0: a poster (SCHED_FIFO 3) posts a semaphore,
+ *                  which wakes a waiter (SCHED_FIFO 1) that then waits
+ *                  for the CPU 4 ms, and meanwhile posts and takes back
+ *                  3 times while a thread on CPU 1 (SCHED_FIFO 2) does
+ *                  the same: posts that wake nobody, racing; 60 rounds;
+ *                  prints the three threads' kernel figures
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -482,6 +488,84 @@ static int queued_posts(void)
 	return 0;
 }
 
+/* ---- racing-posts ---- */
+static sem_t rp_sem;
+static volatile int rp_stop;
+static atomic_int rp_round, rp_ready, rp_go;
+static double rp_cpu[3], rp_wait[3];
+
+/* Posts that find the waiter registered but not asleep (it waits for
+ * the CPU): each is stamped, wakes nobody and is withdrawn. */
+static void rp_post_and_take(void)
+{
+	for (int i = 0; i < 3; i++) {
+		sem_post(&rp_sem);
+		sem_trywait(&rp_sem);
+	}
+}
+
+static void *rp_waiter(void *arg)
+{
+	(void)arg;
+	place_thread(0, 1);
+	while (!rp_stop)
+		sem_wait(&rp_sem);
+	own_schedstat(&rp_cpu[0], &rp_wait[0]);
+	return NULL;
+}
+
+static void *rp_racer(void *arg)
+{
+	(void)arg;
+	place_thread(1, 2);
+	for (int round = 1;; round++) {
+		while (atomic_load(&rp_round) < round)
+			syscall(SYS_futex, &rp_round, FUTEX_WAIT_PRIVATE, round - 1, NULL, NULL, 0);
+		if (rp_stop)
+			break;
+		atomic_store(&rp_ready, round);
+		while (atomic_load(&rp_go) < round)
+			;
+		rp_post_and_take();
+	}
+	own_schedstat(&rp_cpu[1], &rp_wait[1]);
+	return NULL;
+}
+
+static int racing_posts(void)
+{
+	pthread_t waiter, racer;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !place_thread(0, 3))
+		return 77;
+	sem_init(&rp_sem, 0, 0);
+	pthread_create(&waiter, NULL, rp_waiter, NULL);
+	pthread_create(&racer, NULL, rp_racer, NULL);
+	pause_ns(5000000);
+	for (int round = 1; round <= 60; round++) {
+		/* The waiter is asleep: this post wakes it, and it waits for
+		 * CPU 0 until the pause below. */
+		sem_post(&rp_sem);
+		atomic_store(&rp_round, round);
+		syscall(SYS_futex, &rp_round, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		while (atomic_load(&rp_ready) < round)
+			;
+		atomic_store(&rp_go, round);
+		rp_post_and_take();
+		spin_ns(4000000);
+		pause_ns(2000000);
+	}
+	rp_stop = 1;
+	atomic_store(&rp_round, 61);
+	syscall(SYS_futex, &rp_round, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	sem_post(&rp_sem);
+	pthread_join(waiter, NULL);
+	pthread_join(racer, NULL);
+	own_schedstat(&rp_cpu[2], &rp_wait[2]);
+	printf("cpu %.6f wait %.6f\n", rp_cpu[0] + rp_cpu[1] + rp_cpu[2], rp_wait[0] + rp_wait[1] + rp_wait[2]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -505,6 +589,8 @@ int main(int argc, char **argv)
 		return remote_idle();
 	if (!strcmp(mode, "queued-posts"))
 		return queued_posts();
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|queued-posts\n");
+	if (!strcmp(mode, "racing-posts"))
+		return racing_posts();
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts\n");
 	return 2;
 }
