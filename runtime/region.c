@@ -135,6 +135,12 @@ static uint64_t close_interval(const struct tdstat_record_copy *old, struct tdst
  * since_ns past window_start while reading the old window.  Counting from
  * window_start keeps that gap's time (in the current state).
  */
+/* The record's change mark (region.h, ABI 2.3). */
+static uint32_t *change_mark(const struct tdstat_record *record)
+{
+	return &tdstat_region.changes[tdstat_change_slot((uint32_t)(record - tdstat_region.records))];
+}
+
 void tdshim_record_change(struct tdstat_record *record, const struct tdshim_change *change)
 {
 	const struct tdstat_control *control = &tdstat_region.header.control;
@@ -147,6 +153,12 @@ void tdshim_record_change(struct tdstat_record *record, const struct tdshim_chan
 	uint64_t window_end = CMM_LOAD_SHARED(control->window_end_ns);
 	bool clocked = window_end == TDSTAT_WINDOW_OPEN ||
 		       (window_start < window_end && old->since_ns < window_end);
+	uint32_t *mark = change_mark(record);
+
+	/* Odd before pending_ns may move: a reader that finds the mark as it
+	 * kept it has not missed an announcement. */
+	CMM_STORE_SHARED(*mark, 2 * seq + 1);
+	cmm_smp_wmb();
 	uint64_t now = clocked ? tdshim_announce(record, old->since_ns) : 0;
 
 	*next = *old;
@@ -177,6 +189,8 @@ void tdshim_record_change(struct tdstat_record *record, const struct tdshim_chan
 	 * copies are complete before they are published. */
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(record->seq, seq + 1);
+	cmm_smp_wmb();
+	CMM_STORE_SHARED(*mark, 2 * seq + 2);
 }
 
 /* Identity changes (who owns the record) go through the latch too, so a
@@ -186,7 +200,10 @@ void tdshim_record_set_owner(struct tdstat_record *record, pid_t tid, bool new_c
 	uint32_t seq = CMM_LOAD_SHARED(record->seq);
 	struct tdstat_record_copy *next = &record->copy[(seq + 1) & 1];
 	struct tdstat_detail *detail = tdshim_detail_of(record);
+	uint32_t *mark = change_mark(record);
 
+	CMM_STORE_SHARED(*mark, 2 * seq + 1);
+	cmm_smp_wmb();
 	*next = record->copy[seq & 1];
 	detail->copy[(seq + 1) & 1] = detail->copy[seq & 1];
 	next->tid = tid;
@@ -194,6 +211,8 @@ void tdshim_record_set_owner(struct tdstat_record *record, pid_t tid, bool new_c
 		next->generation++;
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(record->seq, seq + 1);
+	cmm_smp_wmb();
+	CMM_STORE_SHARED(*mark, 2 * seq + 2);
 }
 
 /* A claim whose thread never came to exist (pthread_create failed): the
@@ -263,6 +282,8 @@ static void fill_header(void)
 	struct tdstat_region_header *header = &tdstat_region.header;
 
 	tdstat_region_header_describe(header, TDSTAT_RECORD_CAPACITY);
+	header->changes_offset = offsetof(struct tdstat_region, changes);
+	header->region_size = sizeof(struct tdstat_region);
 	header->stall_ns = measure_stall_bound();
 	tdshim_announce_init(header->stall_ns);
 	header->status.capacity = capacity_from_environment();

@@ -84,6 +84,10 @@ void tdshim_slots_reset_after_fork(void)
 	struct tdstat_status *status = &tdstat_region.header.status;
 
 	memset(tdstat_region.records, 0, status->high_water * sizeof(struct tdstat_record));
+	/* Their marks too, block by block (region.h, ABI 2.3). */
+	memset(tdstat_region.changes, 0,
+	       (status->high_water + TDSTAT_CHANGES_BLOCK - 1) / TDSTAT_CHANGES_BLOCK * TDSTAT_CHANGES_BLOCK *
+		       sizeof(tdstat_region.changes[0]));
 	free_head = 0;
 	status->high_water = 0;
 	status->overflow_live = 0;

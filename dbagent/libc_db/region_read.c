@@ -46,6 +46,10 @@ static uint32_t groups_per_chunk(uint32_t per_chunk)
 	return (per_chunk + SUM_GROUP_RECORDS - 1) / SUM_GROUP_RECORDS;
 }
 
+/* The change marks (ABI 2.3) of this many records at most are read at
+ * once: one read for a whole snapshot of a few thousand threads. */
+#define MARKS_AHEAD 8192u
+
 /* Kept details asked for this many records ahead of their decoding. */
 #define DETAIL_PREFETCH 4
 
@@ -148,6 +152,15 @@ td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, st
 	geometry->commit_lag_ns = header->commit_lag_ns;
 	geometry->stall_ns = tddb_max_u64(header->stall_ns, TDSTAT_STALL_NS);
 	geometry->abi_minor = header->abi_minor;
+	geometry->changes_offset = 0;
+	if (header->abi_minor >= 3 && header->changes_offset != 0) {
+		uint64_t blocks = ((uint64_t)header->record_capacity + TDSTAT_CHANGES_BLOCK - 1) / TDSTAT_CHANGES_BLOCK;
+
+		if (header->changes_offset < header->header_size || header->changes_offset % sizeof(uint32_t) != 0 ||
+		    header->changes_offset + blocks * TDSTAT_CHANGES_BLOCK * sizeof(uint32_t) > header->region_size)
+			return TD_DBERR;
+		geometry->changes_offset = header->changes_offset;
+	}
 	geometry->layout = *layout;
 	geometry->native_copies = native_copies(header);
 	return TD_OK;
@@ -619,6 +632,7 @@ void tddb_cache_free(struct td_thragent *agent)
 	free(agent->cache.records);
 	free(agent->cache.details);
 	free(agent->cache.held);
+	free(agent->cache.marks);
 	free(agent->cache.chunks);
 	pthread_mutex_destroy(&agent->cache.lock);
 }
@@ -654,12 +668,17 @@ static struct tddb_record_cache *cache_grow(const struct td_thragent *agent, str
 		if (details)
 			cache->details = details;
 		uint8_t *held = details ? realloc(cache->held, want) : NULL;
-		if (!held) {
+		if (held)
+			cache->held = held;
+		uint64_t *marks = held ? realloc(cache->marks, (size_t)want * sizeof(*marks)) : NULL;
+		if (!marks) {
 			pthread_mutex_unlock(&cache->lock);
 			return NULL;
 		}
 		memset(held + cache->slots, TDDB_CACHED_NONE, want - cache->slots);
-		cache->held = held;
+		for (uint32_t i = cache->slots; i < want; i++)
+			marks[i] = TDDB_MARK_UNKNOWN;
+		cache->marks = marks;
 		cache->slots = want;
 	}
 	uint32_t per_chunk = CHUNK_BYTES / tddb_max_u64(agent->geometry.record_size, agent->geometry.detail_size);
@@ -898,6 +917,53 @@ static bool chunk_whole_add(const struct tddb_chunk_kinds *chunk, uint32_t recor
 	return true;
 }
 
+/*
+ * The change marks (ABI 2.3, region.h) of records [base, base + n), in
+ * record order: the blocks of marks that hold them read in one go
+ * (`blocks` has room for n + 2 * TDSTAT_CHANGES_BLOCK words).
+ */
+static td_err_e marks_read(const struct td_thragent *agent, uint32_t base, uint32_t n, uint32_t *blocks,
+			   uint32_t *marks)
+{
+	uint32_t from = base / TDSTAT_CHANGES_BLOCK * TDSTAT_CHANGES_BLOCK;
+	uint32_t to = (base + n + TDSTAT_CHANGES_BLOCK - 1) / TDSTAT_CHANGES_BLOCK * TDSTAT_CHANGES_BLOCK;
+	td_err_e err = region_read(agent, agent->geometry.changes_offset + (uint64_t)from * sizeof(uint32_t), blocks,
+				   (size_t)(to - from) * sizeof(uint32_t));
+
+	for (uint32_t i = 0; err == TD_OK && i < n; i++)
+		marks[i] = blocks[tdstat_change_slot(base + i) - from];
+	return err;
+}
+
+/* What the marks just read say of a chunk's records: all as kept (none
+ * need reading), those in [*lo, *hi) to read (the others as kept), or
+ * nothing (not every record kept, with its detail if wanted: read the
+ * chunk as without marks).  A record is as kept when its mark is even and
+ * the one read before its kept bytes were: an odd one is a change under
+ * way, or stopped half way, which only the record itself shows. */
+enum marks_say { MARKS_SAY_NOTHING, MARKS_ALL_KEPT, MARKS_SPAN };
+
+static enum marks_say marks_plan(const struct tddb_record_cache *cache, uint32_t base, uint32_t n,
+				 const uint32_t *marks, bool detail, uint32_t *lo, uint32_t *hi)
+{
+	uint8_t need = detail ? TDDB_CACHED_DETAIL : TDDB_CACHED_RECORD;
+	uint32_t first = n, last = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (cache->held[base + i] < need)
+			return MARKS_SAY_NOTHING;
+		if (cache->marks[base + i] == marks[i] && !(marks[i] & 1u))
+			continue;
+		first = first < i ? first : i;
+		last = i + 1;
+	}
+	if (first == n)
+		return MARKS_ALL_KEPT;
+	*lo = first;
+	*hi = last;
+	return MARKS_SPAN;
+}
+
 /* tddb_threads_visit; *checked_after: the header was read after every
  * record (so the control block held still across all of them).  With
  * `whole_into` (the process sums only: `visitor` is add_thread on it), a
@@ -930,26 +996,37 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 	cache = image.frozen ? NULL : cache_lock(agent);
 	/* The records the last snapshot found, read with the header when
 	 * they follow it at an aligned offset (record_copy_at). */
-	if (cache && cache->last_count && geometry->records_offset <= TDDB_HEADER_MAX &&
+	if (cache && cache->last_count && !geometry->changes_offset && geometry->records_offset <= TDDB_HEADER_MAX &&
 	    geometry->records_offset % _Alignof(uint64_t) == 0) {
 		led = (uint32_t)tddb_min_u64(tddb_min_u64(cache->last_count, tddb_max_u64(per_chunk, LEAD_BYTES_MAX / size)),
 					     geometry->record_capacity);
 		lead_size = geometry->records_offset;
 	}
-	/* Room for the records read with the header, or for one chunk. */
+	/* Room for the records read with the header, or for one chunk; and
+	 * for a chunk's change marks (marks_read). */
 	uint32_t first_records = (uint32_t)tddb_max_u64(led, per_chunk);
-	block = malloc(lead_size + (size_t)first_records * size +
+	uint32_t marks_span = (uint32_t)tddb_max_u64(MARKS_AHEAD, per_chunk);
+	size_t marks_words = geometry->changes_offset ? 2 * (size_t)marks_span + 2 * TDSTAT_CHANGES_BLOCK : 0;
+	block = malloc(marks_words * sizeof(uint32_t) + lead_size + (size_t)first_records * size +
 		       (size_t)per_chunk * ((size_t)size + (detail ? detail_size : 0)));
 	if (!block) {
 		if (cache)
 			pthread_mutex_unlock(&cache->lock);
 		return TD_MALLOC;
 	}
-	first = block + lead_size;
+	/* The marks first: the rest keeps malloc's alignment (an even
+	 * number of words). */
+	uint32_t *marks_now = marks_words ? (uint32_t *)(void *)block : NULL;
+	uint32_t *marks_blocks = marks_now ? marks_now + marks_span : NULL;
+	uint32_t marks_from = 0, marks_to = 0; /* the records whose marks marks_now holds */
+	bool marks_ok = false;
+	unsigned char *lead = block + marks_words * sizeof(uint32_t);
+
+	first = lead + lead_size;
 	second = first + (size_t)first_records * size;
 	if (detail)
 		details = second + (size_t)per_chunk * size;
-	if (led && !header_and_records(agent, block, led, view, &err))
+	if (led && !header_and_records(agent, lead, led, view, &err))
 		led = 0;
 	if (!led && err == TD_OK)
 		err = tddb_read_header(agent, view);
@@ -1007,22 +1084,53 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		 * clock): a record is counted up to when it was read, not to
 		 * when the records chunk was, which a walk slowed by a visitor,
 		 * by re-reads or by preemption leaves far behind. */
-		if (base > 0 && !image.frozen && !from_lead) {
+		bool use_marks = !from_lead && marks_now && cache && base + n <= cache->slots;
+		bool new_marks = use_marks && base + n > marks_to;
+
+		/* With marks, every chunk they cover is counted up to the
+		 * clock taken before they were read (a record as kept was
+		 * "read" then). */
+		if (base > 0 && !image.frozen && !from_lead && (!use_marks || new_marks)) {
 			uint64_t chunk_now = tddb_max_u64(now, reader_clock(geometry));
 
 			ends.open_end = window_end_at(view, chunk_now);
 			ends.reader_now = chunk_now;
+		}
+		if (new_marks) {
+			marks_from = base;
+			marks_to = (uint32_t)tddb_min_u64(count, (uint64_t)base + marks_span);
+			err = marks_read(agent, marks_from, marks_to - marks_from, marks_blocks, marks_now);
+			later_reads = true;
+			marks_ok = err == TD_OK;
 		}
 
 		/* Records, details, records: a detail copy is whole when the
 		 * record around it was stable across both record reads.  A
 		 * chunk that is all as the last snapshot left it needs only
 		 * the records read (a sleeping target's usual case). */
-		if (!from_lead) {
+		/* With the change marks (ABI 2.3): records whose marks held
+		 * still since their bytes were kept are as kept, and not read
+		 * (a sleeping target's snapshot reads 4 bytes a record). */
+		enum marks_say plan = MARKS_SAY_NOTHING;
+		uint32_t mark_lo = 0, mark_hi = n;
+		bool marks_known = use_marks && marks_ok && err == TD_OK;
+		const uint32_t *chunk_marks = marks_known ? marks_now + (base - marks_from) : NULL;
+
+		if (marks_known)
+			plan = marks_plan(cache, base, n, chunk_marks, detail, &mark_lo, &mark_hi);
+		if (err == TD_OK && plan == MARKS_ALL_KEPT) {
+			records = cache->records + (size_t)base * size;
+		} else if (err == TD_OK && plan == MARKS_SPAN) {
+			err = region_read(agent, offset + (uint64_t)mark_lo * size, records + (size_t)mark_lo * size,
+					  (size_t)(mark_hi - mark_lo) * size);
+			memcpy(records, cache->records + (size_t)base * size, (size_t)mark_lo * size);
+			memcpy(records + (size_t)mark_hi * size, cache->records + (size_t)(base + mark_hi) * size,
+			       (size_t)(n - mark_hi) * size);
+		} else if (err == TD_OK && !from_lead) {
 			err = region_read(agent, offset, records, (size_t)n * size);
 			later_reads = true;
 		}
-		cached = err == TD_OK && chunk_cached(cache, records, base, n, size, detail);
+		cached = err == TD_OK && (plan == MARKS_ALL_KEPT || chunk_cached(cache, records, base, n, size, detail));
 		/* A chunk where some records moved (or are not kept yet),
 		 * every other one as kept: only those are read again.  A few (a thread or
 		 * two changing state among sleeping ones) one by one (record,
@@ -1182,6 +1290,11 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 				for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
 					kinds[k] += sums->idle[k] + open[k];
 		}
+		/* The chunk's kept bytes were all read after its marks were
+		 * (or are equal to bytes that were): the marks go with them. */
+		if (cache && base + n <= cache->slots)
+			for (i = 0; i < n; i++)
+				cache->marks[base + i] = marks_known && err == TD_OK ? chunk_marks[i] : TDDB_MARK_UNKNOWN;
 	}
 	if (cache) {
 		cache->last_count = count;

@@ -59,6 +59,8 @@ struct tddb_geometry {
 	uint64_t commit_lag_ns;
 	uint64_t stall_ns;
 	uint16_t abi_minor;
+	/* ABI 2.3: where the change marks are (region.h); 0: none. */
+	uint32_t changes_offset;
 	/* Every field this reader knows sits in the copies where its own
 	 * structs put it (any minor that only appended): a copy decodes as
 	 * one fixed-size memcpy rather than field by field. */
@@ -96,6 +98,9 @@ struct tddb_record_cache {
 	unsigned char *records;   /* slots * record_size */
 	unsigned char *details;   /* slots * detail_size */
 	uint8_t *held;            /* per slot: TDDB_CACHED_* */
+	/* Per slot, the change mark (ABI 2.3) read before the kept bytes
+	 * were, or TDDB_MARK_UNKNOWN. */
+	uint64_t *marks;
 	uint32_t last_count;      /* records in use at the last snapshot */
 	/* Per chunk of records (region_read.c): the closed per-kind time of
 	 * its records as kept, so that a snapshot that finds the chunk as
@@ -141,6 +146,7 @@ struct tddb_chunk_kinds {
 #define TDDB_CACHED_NONE 0
 #define TDDB_CACHED_RECORD 1
 #define TDDB_CACHED_DETAIL 2      /* the record and its detail */
+#define TDDB_MARK_UNKNOWN UINT64_MAX
 /* What the cache may take, whatever the region claims. */
 #define TDDB_CACHE_BYTES_MAX (16u << 20)
 

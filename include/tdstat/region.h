@@ -44,7 +44,7 @@
  * use (in the same process).  Nothing else of its region is written. */
 #define TDSTAT_REGION_MAGIC_ELSEWHERE UINT64_C(0x0145746174736474)
 #define TDSTAT_ABI_MAJOR 2
-#define TDSTAT_ABI_MINOR 2
+#define TDSTAT_ABI_MINOR 3
 
 /*
  * What each minor of major 2 added, so a reader knows what an older
@@ -53,7 +53,10 @@
  *   2.1  control.realtime_offset_ns, the wall-clock anchor (the field was
  *        reserved, and zero, in 2.0);
  *   2.2  header.sync_offset and header.sync_size (in 2.1's padding, zero
- *        there): the per-object tracking block, struct tdstat_sync below.
+ *        there): the per-object tracking block, struct tdstat_sync below;
+ *   2.3  header.changes_offset (in 2.2's padding, zero there): the change
+ *        marks, one word per record that moves whenever the record does,
+ *        so that a reader reads only the records that moved (below).
  * The sizes of 2.0, the least a region of this major holds: */
 #define TDSTAT_ABI_2_0_HEADER_SIZE 320u
 #define TDSTAT_ABI_2_0_LAYOUT_SIZE 48u
@@ -307,7 +310,9 @@ struct tdstat_region_header {
 	uint64_t stall_ns;        /* this writer's TDSTAT_STALL_NS (step 1), >= the default */
 	uint32_t sync_offset;     /* 2.2: struct tdstat_sync, from the start; 0: none */
 	uint32_t sync_size;       /* 2.2: its size (header and entries) */
-	uint8_t pad0[64];        /* control starts on its own cache line */
+	uint32_t changes_offset;  /* 2.3: the change marks (below), from the start; 0: none */
+	uint32_t reserved2;
+	uint8_t pad0[56];        /* control starts on its own cache line */
 	struct tdstat_control control; /* own cache line: read on slow paths */
 	struct tdstat_status status;   /* own cache line: written on create/exit */
 };
@@ -474,11 +479,38 @@ struct tdstat_sync {
 	struct tdstat_sync_entry entries[TDSTAT_SYNC_CAPACITY];
 };
 
+/*
+ * The change marks (ABI 2.3): one 32-bit word per record, written by the
+ * record's owner around every change of the record (region.h's latch and
+ * the identity changes alike):
+ *   before step 1 (before pending_ns may move): mark = 2 * seq + 1;
+ *   after step 3 (after seq moved to seq + 1):  mark = 2 * (seq + 1).
+ * So a reader that reads a record's mark, and kept the record's bytes
+ * read after an earlier reading of an even mark of the same value, knows
+ * the record is still as it kept it: any change since would have moved
+ * the mark first (and a change under way, or stopped half way, leaves it
+ * odd: a reader reads the record itself then, pending_ns and all).  A
+ * sleeping target's snapshot then reads the marks, 4 bytes a record,
+ * instead of the records, 128.  The marks of each block of
+ * TDSTAT_CHANGES_BLOCK records are one contiguous block of words, in the
+ * order tdstat_change_slot gives: neighbouring records (threads created
+ * together, which often change state at once on two CPUs) on different
+ * cache lines.  The array has room for record_capacity rounded up to a
+ * whole block.
+ */
+#define TDSTAT_CHANGES_BLOCK 256u
+
+static inline uint32_t tdstat_change_slot(uint32_t record)
+{
+	return (record & ~(TDSTAT_CHANGES_BLOCK - 1u)) | (record & 15u) << 4 | (record >> 4 & 15u);
+}
+
 struct tdstat_region {
 	struct tdstat_region_header header;
 	struct tdstat_record records[TDSTAT_RECORD_CAPACITY];
 	struct tdstat_detail details[TDSTAT_RECORD_CAPACITY];
 	struct tdstat_sync sync; /* 2.2 */
+	uint32_t changes[TDSTAT_RECORD_CAPACITY]; /* 2.3 */
 };
 
 /*
@@ -551,6 +583,9 @@ TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_layout) >= TDSTAT_ABI_2_0_LAYOUT_SIZE,
 TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_control, realtime_offset_ns) == 56, "2.1 anchor in 2.0's reserved word");
 TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region, records) == 320, "records follow the header");
 TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region_header, sync_offset) == 120, "2.2 sync block in 2.1's padding");
+TDSTAT_STATIC_ASSERT(offsetof(struct tdstat_region_header, changes_offset) == 128, "2.3 marks in 2.2's padding");
+TDSTAT_STATIC_ASSERT(TDSTAT_CHANGES_BLOCK == 256u, "tdstat_change_slot permutes blocks of 16 x 16");
+TDSTAT_STATIC_ASSERT(TDSTAT_RECORD_CAPACITY % TDSTAT_CHANGES_BLOCK == 0, "whole blocks of marks");
 TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_sync_entry) == 128, "sync entry is two lines");
 TDSTAT_STATIC_ASSERT(sizeof(struct tdstat_sync_header) == 192, "sync header is three lines");
 TDSTAT_STATIC_ASSERT((TDSTAT_SYNC_CAPACITY & (TDSTAT_SYNC_CAPACITY - 1)) == 0, "capacity a power of two");

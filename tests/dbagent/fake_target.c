@@ -38,6 +38,33 @@ void fake_target_init(struct ps_prochandle *ph, uint32_t capacity, uint32_t used
 	header->status.pid = getpid();
 }
 
+void fake_target_add_marks(struct ps_prochandle *ph)
+{
+	struct tdstat_region_header *header = fake_header(ph);
+	uint32_t capacity = header->record_capacity;
+	size_t marks = (size_t)(capacity + TDSTAT_CHANGES_BLOCK - 1) / TDSTAT_CHANGES_BLOCK * TDSTAT_CHANGES_BLOCK;
+	size_t offset = ph->image_size;
+	unsigned char *image = realloc(ph->image, offset + marks * sizeof(uint32_t));
+
+	if (!image)
+		abort();
+	memset(image + offset, 0, marks * sizeof(uint32_t));
+	ph->image = image;
+	ph->image_size = offset + marks * sizeof(uint32_t);
+	header = fake_header(ph);
+	header->changes_offset = (uint32_t)offset;
+	header->region_size = ph->image_size;
+}
+
+uint32_t *fake_mark(struct ps_prochandle *ph, uint32_t index)
+{
+	struct tdstat_region_header *header = fake_header(ph);
+
+	if (!header->changes_offset)
+		return NULL;
+	return (uint32_t *)(ph->image + header->changes_offset) + tdstat_change_slot(index);
+}
+
 void fake_target_destroy(struct ps_prochandle *ph)
 {
 	free(ph->image);

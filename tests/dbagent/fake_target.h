@@ -39,6 +39,12 @@ struct ps_prochandle {
 void fake_target_init(struct ps_prochandle *ph, uint32_t capacity, uint32_t used);
 void fake_target_destroy(struct ps_prochandle *ph);
 
+/* Gives the region change marks (ABI 2.3), all zero; a writer of the
+ * test then moves a record's (fake_mark) as the shim does. */
+void fake_target_add_marks(struct ps_prochandle *ph);
+/* The change mark of a record, or NULL without marks. */
+uint32_t *fake_mark(struct ps_prochandle *ph, uint32_t index);
+
 struct tdstat_region_header *fake_header(struct ps_prochandle *ph);
 struct tdstat_record *fake_record(struct ps_prochandle *ph, uint32_t index);
 /* The published copy of a record (region.h's latch). */

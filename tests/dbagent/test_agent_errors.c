@@ -228,3 +228,34 @@ Test(agent_errors, changed_header_is_dberr)
 	cr_assert_eq(td_ta_get_stats(ta, &stats), TD_DBERR);
 	cr_assert_eq(td_ta_delete(ta), TD_OK);
 }
+
+/* ABI 2.3's change marks where the region says, or nowhere: marks past
+ * the region's end, inside the header or unaligned are a corrupted
+ * region (TD_DBERR), not a read out of bounds; none at all (0) is an
+ * older writer's way and reads as before. */
+Test(agent_errors, change_marks_outside_the_region_are_dberr)
+{
+	static const uint32_t bad[] = { 16, 0, 2 };
+	td_thragent_t *ta = NULL;
+	td_ta_stats_t stats;
+
+	fake_target_add_marks(&target);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint32_t good = fake_header(&target)->changes_offset;
+
+		/* 16: inside the header; 0 (with the region cut short): past
+		 * the end; 2: unaligned, past the end too. */
+		fake_header(&target)->changes_offset = bad[i] ? bad[i] : good;
+		if (!bad[i])
+			fake_header(&target)->region_size = good + 4;
+		if (bad[i] == 2)
+			fake_header(&target)->changes_offset = good + 2;
+		cr_assert_eq(td_ta_new(&target, &ta), TD_DBERR, "case %zu", i);
+		fake_header(&target)->changes_offset = good;
+		fake_header(&target)->region_size = target.image_size;
+	}
+	fake_header(&target)->changes_offset = 0;
+	cr_assert_eq(td_ta_new(&target, &ta), TD_OK);
+	cr_assert_eq(td_ta_get_stats(ta, &stats), TD_OK);
+	cr_assert_eq(td_ta_delete(ta), TD_OK);
+}

@@ -34,6 +34,33 @@ static void teardown(void)
 
 TestSuite(agent_numbers, .init = setup, .fini = teardown, .timeout = 10);
 
+/* The same target with change marks (ABI 2.3, region.h): the tests that
+ * keep records between snapshots run again there (BOTH), where a record
+ * whose mark held still is not read at all. */
+static void setup_marked(void)
+{
+	fake_target_init(&target, 1024, 0);
+	fake_target_add_marks(&target);
+	cr_assert_eq(td_ta_new(&target, &agent), TD_OK);
+}
+
+TestSuite(agent_numbers_marked, .init = setup_marked, .fini = teardown, .timeout = 10);
+
+#define BOTH(name)                                      \
+	static void name##_body(void);                  \
+	Test(agent_numbers, name) { name##_body(); }    \
+	Test(agent_numbers_marked, name) { name##_body(); } \
+	static void name##_body(void)
+
+/* A writer at rest after a change: the record's mark twice its seq. */
+static void mark_rest(uint32_t index)
+{
+	uint32_t *mark = fake_mark(&target, index);
+
+	if (mark)
+		*mark = 2 * fake_record(&target, index)->seq;
+}
+
 static void set_record(uint32_t index, uint32_t state, uint64_t epoch, uint64_t since, uint64_t tracked,
 		       uint64_t runnable)
 {
@@ -49,6 +76,7 @@ static void set_record(uint32_t index, uint32_t state, uint64_t epoch, uint64_t 
 	((struct tdstat_record_copy *)record)->acc_runnable_ns = runnable;
 	if (index >= fake_header(&target)->status.high_water)
 		fake_header(&target)->status.high_water = index + 1;
+	mark_rest(index);
 }
 
 static void expect_invariants(const td_ta_stats_t *s)
@@ -66,7 +94,7 @@ static void expect_invariants(const td_ta_stats_t *s)
 /* A closed 10 s window: one thread runnable throughout, one that blocked
  * for 8 s of its 10, one that exited after 3 s of running, one whose
  * accumulators belong to an older window. */
-Test(agent_numbers, closed_window_is_exact)
+BOTH(closed_window_is_exact)
 {
 	struct tdstat_control *control = &fake_header(&target)->control;
 	uint64_t ws = fake_monotonic_ns() - 15 * SECOND, we = ws + 10 * SECOND;
@@ -236,7 +264,7 @@ Test(agent_numbers, disable_freezes_averages_not_nthreads)
 }
 
 /* A reader meeting writers inside their critical sections retries. */
-Test(agent_numbers, torn_records_are_reread)
+BOTH(torn_records_are_reread)
 {
 	int n;
 
@@ -249,7 +277,7 @@ Test(agent_numbers, torn_records_are_reread)
 
 /* A writer stopped in the middle of a change (region.h's latch): the copy
  * it was writing is garbage, the published one is whole and is read. */
-Test(agent_numbers, writer_stopped_mid_change_reads_published_copy)
+BOTH(writer_stopped_mid_change_reads_published_copy)
 {
 	struct tdstat_record *record;
 	int n;
@@ -318,6 +346,7 @@ static void publish_blocked(uint32_t index, uint64_t ws, uint64_t since, uint32_
 	record->seq++;
 	if (index >= fake_header(&target)->status.high_water)
 		fake_header(&target)->status.high_water = index + 1;
+	mark_rest(index);
 }
 
 /*
@@ -327,7 +356,7 @@ static void publish_blocked(uint32_t index, uint64_t ws, uint64_t since, uint32_
  * from before a change must not be served after a snapshot without the
  * details saw the record move on.
  */
-Test(agent_numbers, kept_records_never_hide_a_change)
+BOTH(kept_records_never_hide_a_change)
 {
 	struct tdstat_control *control = &fake_header(&target)->control;
 	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
@@ -376,7 +405,7 @@ static int count_thread(const td_thr_stats_ns_t *thread, void *data)
  * (region_read.c, header_and_records): records taken into use since then
  * must be read too, by the walk and by the process sums.
  */
-Test(agent_numbers, records_taken_since_the_last_snapshot_are_read)
+BOTH(records_taken_since_the_last_snapshot_are_read)
 {
 	struct tdstat_control *control = &fake_header(&target)->control;
 	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
@@ -446,7 +475,7 @@ Test(agent_numbers, an_unchanged_target_costs_two_reads)
  * before its last commit) must be cut again at the next snapshot, and a
  * window that ends, or starts again, sums its records afresh.
  */
-Test(agent_numbers, kept_kind_sums_follow_the_window)
+BOTH(kept_kind_sums_follow_the_window)
 {
 	struct tdstat_control *control = &fake_header(&target)->control;
 	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
@@ -509,6 +538,7 @@ static void publish_any(uint32_t index, uint32_t state, uint32_t kind, uint64_t 
 	record->seq++;
 	if (index >= fake_header(&target)->status.high_water)
 		fake_header(&target)->status.high_water = index + 1;
+	mark_rest(index);
 }
 
 struct handed_sums {
@@ -551,7 +581,7 @@ static void expect_same_stats(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t 
  * third (those two chunks are summed record by record), and again after
  * a record of the first chunk changed, and in a new window.
  */
-Test(agent_numbers, kept_chunk_sums_equal_the_records_one_by_one)
+BOTH(kept_chunk_sums_equal_the_records_one_by_one)
 {
 	struct tdstat_control *control = &fake_header(&target)->control;
 	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
@@ -688,7 +718,7 @@ static unsigned long expect_as_fresh(const char *what, bool walk_first)
  * figures or the walk read the band first, with records that moved at
  * both ends of the band.
  */
-Test(agent_numbers, a_band_of_changed_records_reads_only_the_band)
+BOTH(a_band_of_changed_records_reads_only_the_band)
 {
 	struct tdstat_control *control = &fake_header(&target)->control;
 	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
@@ -736,4 +766,74 @@ Test(agent_numbers, a_band_of_changed_records_reads_only_the_band)
 	for (uint32_t i = 610; i < 690; i += 7)
 		publish_blocked(i, ws, ws + 6 * SECOND, TDSTAT_WAIT_IO, TDSTAT_WAIT_IO, 3 * SECOND);
 	expect_as_fresh("a band of the last chunk", true);
+}
+
+/*
+ * With change marks (ABI 2.3) a snapshot of a target where nothing moved
+ * reads the header and the marks, 4 bytes a record, and no record; a
+ * record whose mark moved is read and counted exactly as a fresh agent
+ * counts it.
+ */
+Test(agent_numbers_marked, an_unchanged_target_reads_marks_not_records)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	uint32_t header = fake_header(&target)->records_offset;
+	unsigned long bytes;
+
+	control->window_start_ns = ws;
+	control->window_end_ns = ws + 10 * SECOND;
+	for (uint32_t i = 0; i < 700; i++) /* three chunks */
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	expect_as_fresh("first", false);
+	bytes = expect_as_fresh("nothing moved", false);
+	/* The header, a few times, and 1 KiB of marks a chunk: no 128-byte
+	 * record (700 of them would be 89,600 bytes). */
+	cr_assert_leq(bytes, 4 * header + 3 * TDSTAT_CHANGES_BLOCK * sizeof(uint32_t), "read %lu bytes", bytes);
+	bytes = expect_as_fresh("nothing moved, the walk", true);
+	cr_assert_leq(bytes, 4 * header + 3 * TDSTAT_CHANGES_BLOCK * sizeof(uint32_t), "read %lu bytes", bytes);
+
+	/* Two records of the second chunk move on: read (their span), and
+	 * counted as a fresh agent counts them. */
+	publish_blocked(300, ws, ws + 8 * SECOND, TDSTAT_WAIT_MUTEX, TDSTAT_WAIT_COND, 2 * SECOND);
+	publish_any(310, TDSTAT_STATE_RUNNABLE, 0, ws, ws + 7 * SECOND, 7 * SECOND, 3 * SECOND, TDSTAT_WAIT_SLEEP, 0);
+	bytes = expect_as_fresh("two moved", false);
+	cr_assert_lt(bytes, 4 * header + 3 * TDSTAT_CHANGES_BLOCK * sizeof(uint32_t) +
+				    11 * sizeof(struct tdstat_record) + 2 * (sizeof(struct tdstat_record) + sizeof(struct tdstat_detail)) * 2,
+		     "read %lu bytes", bytes);
+}
+
+/*
+ * A mark left odd is a change under way (or a writer stopped half way):
+ * the record itself says how far it got (pending_ns), so it is read at
+ * every snapshot until the mark is even again.  Here the first snapshot
+ * after the odd mark reads the record before its announcement landed; the
+ * next, after it landed, must see it (an agent that served the kept
+ * bytes would extend the old state past the announcement, as a fresh
+ * agent does not).
+ */
+Test(agent_numbers_marked, an_odd_mark_reads_the_record_every_time)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	struct tdstat_record *record;
+
+	/* Closed, so that a fresh agent's figures are the same at any
+	 * moment; the open intervals run to its end, or to an
+	 * announcement. */
+	control->window_start_ns = ws;
+	control->window_end_ns = ws + 10 * SECOND;
+	for (uint32_t i = 0; i < 300; i++)
+		publish_any(i, TDSTAT_STATE_RUNNABLE, 0, ws, ws + 1 * SECOND, 1 * SECOND, 1 * SECOND, TDSTAT_WAIT_SLEEP,
+			    0);
+	expect_as_fresh("first", true);
+	record = fake_record(&target, 7);
+	*fake_mark(&target, 7) = 2 * record->seq + 1; /* the change begins */
+	expect_as_fresh("marked, not announced", true);
+	record->pending_ns = ws + 2 * SECOND; /* announced, never published */
+	expect_as_fresh("announced", false);
+	expect_as_fresh("still announced", true);
+	publish_any(7, TDSTAT_STATE_BLOCKED, TDSTAT_WAIT_SEM, ws, ws + 2 * SECOND, 2 * SECOND, 2 * SECOND,
+		    TDSTAT_WAIT_SLEEP, 0);
+	expect_as_fresh("published", true);
 }

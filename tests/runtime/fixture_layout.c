@@ -39,6 +39,8 @@ int main(void)
 	printf("region_size_ok=%d\n",
 	       h->region_size >= (uint64_t)h->records_offset + (uint64_t)h->record_capacity * h->record_size &&
 	       h->region_size <= symbol->st_size);
+	printf("changes_ok=%d\n", h->changes_offset == offsetof(struct tdstat_region, changes) &&
+				      h->region_size == sizeof(struct tdstat_region));
 	printf("records_offset=%u\n", h->records_offset);
 	printf("record_size=%u\n", h->record_size);
 	printf("record_capacity=%u\n", h->record_capacity);

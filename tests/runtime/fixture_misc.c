@@ -242,6 +242,25 @@ static void *waits_at_gate(void *arg)
 	return NULL;
 }
 
+/* Whether every record used so far has its change mark (ABI 2.3) at
+ * rest: even, and twice its seq (region.h).  Only the records of threads
+ * at rest: the caller's own (RUNNABLE, not changing) and sleepers'. */
+static int marks_at_rest(const struct tdstat_region *region)
+{
+	uint32_t used = __atomic_load_n(&region->header.status.high_water, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < used; i++) {
+		uint32_t seq = __atomic_load_n(&region->records[i].seq, __ATOMIC_ACQUIRE);
+		uint32_t mark = __atomic_load_n(&region->changes[tdstat_change_slot(i)], __ATOMIC_ACQUIRE);
+
+		if (mark != 2 * seq) {
+			printf("mark_of_%u=%u (seq %u)\n", i, mark, seq);
+			return 0;
+		}
+	}
+	return used > 0;
+}
+
 static int threads(void)
 {
 	struct tdstat_region *region = fx_region();
@@ -259,6 +278,7 @@ static int threads(void)
 		blocked += fx_wait_state(thread_tids[i], TDSTAT_STATE_BLOCKED);
 	}
 	printf("blocked=%d\n", blocked);
+	printf("marks_blocked=%d\n", marks_at_rest(region));
 	printf("live=%d\n", fx_live_records());
 	printf("high_water=%u\n", region->header.status.high_water);
 	fx_spin_ns(5 * 1000000ull);
@@ -269,6 +289,7 @@ static int threads(void)
 	for (int i = 0; i < WAITING_THREADS; i++)
 		pthread_join(thread[i], NULL);
 	printf("live_end=%d\n", fx_live_records());
+	printf("marks_end=%d\n", marks_at_rest(region));
 	return 0;
 }
 

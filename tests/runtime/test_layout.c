@@ -5,6 +5,7 @@
  * enough and filled in to match.
  */
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -143,8 +144,23 @@ Test(layout, header_and_region)
 	AT(struct tdstat_region_header, sync_offset, 120);
 	AT(struct tdstat_region_header, sync_size, 124);
 	AT(struct tdstat_region, sync, 320 + (128 + 256) * (size_t)32768);
+	/* 2.3: the change marks after it, found from the header too. */
+	AT(struct tdstat_region_header, changes_offset, 128);
+	AT(struct tdstat_region, changes, 320 + (128 + 256) * (size_t)32768 + 192 + 128 * (size_t)TDSTAT_SYNC_CAPACITY);
 	cr_expect_eq(sizeof(struct tdstat_region),
-		     320 + (128 + 256) * (size_t)32768 + 192 + 128 * (size_t)TDSTAT_SYNC_CAPACITY);
+		     320 + (128 + 256) * (size_t)32768 + 192 + 128 * (size_t)TDSTAT_SYNC_CAPACITY + 4 * (size_t)32768);
+	/* The marks' order: each record's own word in its block of 256, the
+	 * next record's on another cache line (16 words). */
+	bool seen[TDSTAT_CHANGES_BLOCK] = { false };
+	for (uint32_t r = 0; r < TDSTAT_CHANGES_BLOCK; r++) {
+		uint32_t slot = tdstat_change_slot(512 + r);
+
+		cr_assert(slot >= 512 && slot < 512 + TDSTAT_CHANGES_BLOCK, "record %u's mark outside its block", r);
+		cr_expect(!seen[slot - 512], "two records share a mark");
+		seen[slot - 512] = true;
+		if (r > 0)
+			cr_expect_neq(slot / 16, tdstat_change_slot(512 + r - 1) / 16, "records %u and %u on one line", r - 1, r);
+	}
 	AT(struct tdstat_sync_header, gate_mutex, 0);
 	AT(struct tdstat_sync_header, gate_rwlock, 4);
 	AT(struct tdstat_sync_header, gate_sem_wait, 8);
@@ -194,6 +210,7 @@ Test(layout, shim_exports_matching_region)
 	rt_expect_int(&out, "details_ok", 1);
 	rt_expect_int(&out, "commit_lag_ns", TDSTAT_COMMIT_LAG_NS);
 	rt_expect_int(&out, "region_size_ok", 1);
+	rt_expect_int(&out, "changes_ok", 1);
 	rt_expect_int(&out, "status_capacity", TDSTAT_RECORD_CAPACITY);
 	rt_expect_int(&out, "status_pid_ok", 1);
 	rt_expect_int(&out, "status_start_set", 1);

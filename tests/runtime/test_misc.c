@@ -151,3 +151,19 @@ Test(interposers, second_copy_of_the_shim_stands_down)
 	unlink(copy);
 	rmdir(directory);
 }
+
+/* ABI 2.3: every record's change mark is twice its seq once its writer
+ * rests (region.h), with threads asleep and after they ended; a shim
+ * that forgot a mark anywhere (a change, an identity change) leaves one
+ * behind its seq. */
+Test(marks, follow_every_record_at_rest)
+{
+	const char *args[] = { "threads", NULL };
+	struct rt_output out = rt_run("rt_misc", args, NULL);
+
+	rt_expect_int(&out, "blocked", 3);
+	rt_expect_int(&out, "marks_blocked", 1);
+	rt_expect_int(&out, "live_end", 1);
+	rt_expect_int(&out, "marks_end", 1);
+	rt_free(&out);
+}
