@@ -74,17 +74,18 @@ def programs(data, rust):
     return found
 
 
-# Rounds: at least `runs`, and as many as fit SECONDS (bare + tdstat) of
-# alternating runs of the program, at most MAX_RUNS.  Short rounds in
-# number beat long ones in length: a burst of another program's work
-# spoils one round, and the median passes over it.
+# Rounds: at least `runs`, and more while the program's alternating runs
+# (bare + tdstat) have taken less than SECONDS, at most MAX_RUNS.  Time,
+# not a first run's length, decides: a first run slowed 5x by another
+# program left the Rust row at 7 rounds.  Short runs in number beat long
+# ones in length: a burst of another program's work spoils one round,
+# and the median passes over it.
 SECONDS = 60.0
 MAX_RUNS = 61
 
 
-def runs_for(bare_seconds, runs, seconds):
-    wanted = int(seconds / (2 * bare_seconds)) if bare_seconds > 0 else runs
-    return max(runs, min(MAX_RUNS, wanted))
+def more_rounds(done, runs, spent, seconds):
+    return done < runs or (spent < seconds and done < MAX_RUNS)
 
 
 def median_interval(values):
@@ -250,12 +251,12 @@ def measure(shim, runs, report, smoke=False, seconds=SECONDS, only=None):
                 continue
             envs = (environment(None, extra), environment(shim, extra))
             run(command, envs[1])  # warms the page cache and the loader
-            first = run(command, envs[0])[0]
-            rounds = runs if smoke else runs_for(first, runs, seconds)
-            both = ([], [])
-            for i in range(rounds):
-                for variant in ((0, 1) if i % 2 == 0 else (1, 0)):
+            run(command, envs[0])
+            both, spent = ([], []), 0.0
+            while more_rounds(len(both[0]), runs, spent, 0.0 if smoke else seconds):
+                for variant in ((0, 1) if len(both[0]) % 2 == 0 else (1, 0)):
                     both[variant].append(run(command, envs[variant]))
+                    spent += both[variant][-1][0]
             report(Result(name, priority, *both))
 
 
