@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -349,9 +350,38 @@ uint64_t tdshim_deadline_after(const struct timespec *timeout);
 /* Monotonic deadline of an absolute timeout on `clock`. */
 uint64_t tdshim_deadline_at(clockid_t clock, const struct timespec *abstime);
 
-/* Raw futex calls of the shim's own, never through the interposed
- * syscall() (runtime/wrap_futex.c). */
-long tdshim_futex(int *word, int operation, int value, const struct timespec *timeout);
+/*
+ * The shim's own futex calls: the system call itself, never the
+ * interposed syscall() (runtime/wrap_futex.c) nor a call into libc, and
+ * errno untouched.  They run on blocking paths just before or after a
+ * context switch, where each call and each line touched shows (a
+ * semaphore round trip on one CPU).  The kernel's answer: >= 0, or
+ * -errno.  Elsewhere than x86-64, libc's syscall() (runtime/wrap_futex.c).
+ */
+#if defined(__x86_64__)
+static inline long tdshim_futex6(void *word, int operation, long value, const struct timespec *timeout,
+				 long fifth, long sixth)
+{
+	register long r10 __asm__("r10") = (long)timeout;
+	register long r8 __asm__("r8") = fifth;
+	register long r9 __asm__("r9") = sixth;
+	long result;
+
+	__asm__ __volatile__("syscall"
+			     : "=a"(result)
+			     : "0"((long)SYS_futex), "D"(word), "S"((long)operation), "d"(value), "r"(r10), "r"(r8),
+			       "r"(r9)
+			     : "rcx", "r11", "memory");
+	return result;
+}
+#else
+long tdshim_futex6(void *word, int operation, long value, const struct timespec *timeout, long fifth, long sixth);
+#endif
+
+static inline long tdshim_futex(int *word, int operation, int value, const struct timespec *timeout)
+{
+	return tdshim_futex6(word, operation, value, timeout, 0, 0);
+}
 
 /* The real function, or the caller's "not available" answer when the C
  * library lacks it (an older glibc): pthread-style calls return the error,

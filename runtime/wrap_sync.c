@@ -829,7 +829,7 @@ static void semaphore_unregister(uint64_t **word)
  * stack is what the cleanups expect.  Inlined, the window took in the
  * caller's own instructions (the stack adjusted for the pushed seventh
  * argument), and a cancel there entered the cleanups with the stack
- * pointer off: SIGSEGV (tests/break6).  0 or the error.
+ * pointer off: SIGSEGV (tests/break6).  0 or the error (errno untouched).
  */
 __attribute__((noinline, noclone)) static int semaphore_futex_wait_cancelable(uint64_t *word, int operation,
 									      const struct timespec *abstime)
@@ -837,10 +837,10 @@ __attribute__((noinline, noclone)) static int semaphore_futex_wait_cancelable(ui
 	int type = PTHREAD_CANCEL_DEFERRED, error = 0;
 
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
-	if (tdshim_real_syscall(SYS_futex, (long)word, (long)operation, 0L, (long)abstime, 0L,
-				(long)FUTEX_BITSET_MATCH_ANY) != 0)
-		error = errno;
+	long result = tdshim_futex6(word, operation, 0, abstime, 0, FUTEX_BITSET_MATCH_ANY);
 	pthread_setcanceltype(type, NULL);
+	if (result < 0)
+		error = (int)-result;
 	return error;
 }
 
@@ -856,10 +856,8 @@ static int semaphore_sleep(struct glibc_semaphore *semaphore, clockid_t clock, c
 	/* The kernel refuses a negative time glibc counts as past. */
 	if (abstime && abstime->tv_sec < 0)
 		return ETIMEDOUT;
-	TDSHIM_SAVE_ERRNO();
 	TDSHIM_WAIT_SCOPE_AT(kind, semaphore, site);
 	error = semaphore_futex_wait_cancelable(&semaphore->data, operation, abstime);
-	TDSHIM_RESTORE_ERRNO();
 	/* Only a sleep a FUTEX_WAKE ended claims a post's stamp: one cut
 	 * short by a signal or a cancel would take another waiter's. */
 	tdshim_scope_.claims_stamp = error == 0;
