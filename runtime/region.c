@@ -135,7 +135,7 @@ static uint64_t close_interval(const struct tdstat_record_copy *old, struct tdst
  * since_ns past window_start while reading the old window.  Counting from
  * window_start keeps that gap's time (in the current state).
  */
-void tdshim_record_change(struct tdstat_record *record, const struct tdshim_change *change)
+TDSHIM_BLOCKING_PATH void tdshim_record_change(struct tdstat_record *record, const struct tdshim_change *change)
 {
 	const struct tdstat_control *control = &tdstat_region.header.control;
 	struct tdstat_detail *detail = tdshim_detail_of(record);
