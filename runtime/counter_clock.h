@@ -7,6 +7,8 @@
 #ifndef TDSHIM_COUNTER_CLOCK_H
 #define TDSHIM_COUNTER_CLOCK_H
 
+#include <stddef.h>
+
 #include "shim.h"
 
 #if defined(__x86_64__) && defined(__has_include)
@@ -159,12 +161,17 @@ static inline uint64_t tdshim_announce(struct tdstat_record *record, uint64_t si
 	return tdshim_announce_slow(record, since);
 }
 
-/* The CPU this thread runs on, from glibc's rseq area (a load); -1 where
- * the kernel does not keep it (registration failed). */
+/* The CPU this thread runs on, from glibc's rseq area; -1 where the
+ * kernel does not keep it (registration failed).  One load through %fs
+ * (whose base is the thread pointer), not the thread pointer first: a
+ * waker's stamp and a woken waiter read it just after a context switch. */
 static inline int tdshim_current_cpu(void)
 {
-	int32_t cpu = (int32_t)CMM_LOAD_SHARED(tdshim_thread_rseq()->cpu_id);
+	int32_t cpu;
 
+	__asm__ __volatile__("movl %%fs:%c1(%2), %0"
+			     : "=r"(cpu)
+			     : "i"(offsetof(struct rseq, cpu_id)), "r"((long)__rseq_offset));
 	return cpu >= 0 ? cpu : -1;
 }
 

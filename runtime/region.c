@@ -136,12 +136,12 @@ static uint64_t close_interval(const struct tdstat_record_copy *old, struct tdst
  * window_start keeps that gap's time (in the current state).
  */
 /* The record's change mark (region.h, ABI 2.3). */
-static uint32_t *change_mark(const struct tdstat_record *record)
+static inline uint32_t *change_mark(const struct tdstat_record *record)
 {
 	return &tdstat_region.changes[tdstat_change_slot((uint32_t)(record - tdstat_region.records))];
 }
 
-void tdshim_record_change(struct tdstat_record *record, const struct tdshim_change *change)
+TDSHIM_BLOCKING_PATH void tdshim_record_change(struct tdstat_record *record, const struct tdshim_change *change)
 {
 	const struct tdstat_control *control = &tdstat_region.header.control;
 	struct tdstat_detail *detail = tdshim_detail_of(record);

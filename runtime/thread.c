@@ -378,7 +378,7 @@ static void credit_sample_end(const struct tdshim_wait_scope *scope)
 	CMM_STORE_SHARED(remote_credit_ns, sorted[CREDIT_SAMPLES / 2]);
 }
 
-void tdshim_wait_begin(struct tdshim_wait_scope *scope)
+TDSHIM_BLOCKING_PATH void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 {
 	struct tdshim_thread *self = &tdshim_self;
 
@@ -470,7 +470,7 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 }
 
 /* Ends the outermost scope: RUNNABLE again, from when the wait was woken. */
-void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_scope *scope)
+TDSHIM_BLOCKING_PATH void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_scope *scope)
 {
 	if (self->record) {
 		const struct tdstat_record *record = self->record;
@@ -488,7 +488,7 @@ void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_sc
 	self->wait_depth = 0;
 }
 
-void tdshim_wait_end(struct tdshim_wait_scope *scope)
+TDSHIM_BLOCKING_PATH void tdshim_wait_end(struct tdshim_wait_scope *scope)
 {
 	struct tdshim_thread *self = &tdshim_self;
 

@@ -100,14 +100,14 @@ static uint64_t tag_of(uint64_t hash)
 	return hash >> (64u - TAG_BITS);
 }
 
-void tdshim_wake_stamp(const void *object)
+TDSHIM_BLOCKING_PATH void tdshim_wake_stamp(const void *object)
 {
 	struct tdshim_stamp kept;
 
 	tdshim_wake_stamp_keep(object, &kept);
 }
 
-void tdshim_wake_withdraw(const struct tdshim_stamp *kept)
+TDSHIM_BLOCKING_PATH void tdshim_wake_withdraw(const struct tdshim_stamp *kept)
 {
 	if (!kept->slot)
 		return;
@@ -139,7 +139,7 @@ static uint64_t stamp_word(uint64_t hash, uint64_t now)
 	return ((now >> TIME_SHIFT) & TIME_MASK) << TIME_AT | cpu_field << TAG_BITS | tag_of(hash);
 }
 
-void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept)
+TDSHIM_BLOCKING_PATH void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept)
 {
 	uint64_t hash = mix(object);
 
@@ -154,7 +154,7 @@ static unsigned int ring_index(uint64_t hash)
 	return (unsigned int)((hash >> 32) % CLAIM_RINGS);
 }
 
-void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept)
+TDSHIM_BLOCKING_PATH void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept)
 {
 	uint64_t hash = mix(object);
 	unsigned int ring = ring_index(hash);
@@ -192,7 +192,7 @@ static uint64_t stamp_time(uint64_t word, uint64_t since, unsigned int *waker_cp
 	return ((since >> TIME_SHIFT) + (((word >> TIME_AT) - (since >> TIME_SHIFT)) & TIME_MASK)) << TIME_SHIFT;
 }
 
-uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu)
+TDSHIM_BLOCKING_PATH uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu)
 {
 	uint64_t hash = mix(object);
 	uint64_t slot = CMM_LOAD_SHARED(wake_slots[hash % WAKE_SLOTS]);
@@ -202,7 +202,7 @@ uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *wa
 	return stamp_time(slot, since, waker_cpu);
 }
 
-uint64_t tdshim_wake_claim(const void *object, uint64_t since, unsigned int *waker_cpu)
+TDSHIM_BLOCKING_PATH uint64_t tdshim_wake_claim(const void *object, uint64_t since, unsigned int *waker_cpu)
 {
 	uint64_t hash = mix(object);
 	unsigned int ring = ring_index(hash);
@@ -240,7 +240,7 @@ uint64_t tdshim_wake_claim(const void *object, uint64_t since, unsigned int *wak
 	return 0;
 }
 
-bool tdshim_wake_from_other_cpu(unsigned int waker_cpu)
+TDSHIM_BLOCKING_PATH bool tdshim_wake_from_other_cpu(unsigned int waker_cpu)
 {
 	int cpu = tdshim_current_cpu();
 

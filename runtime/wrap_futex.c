@@ -215,15 +215,22 @@ __asm__(".text\n"
 TDSHIM_EXPORT long syscall(long number, ...) __attribute__((alias("tdshim_syscall_entry")));
 #endif
 
-/* The shim's own futex calls: the raw system call, never the wrapper
- * above, and errno as it was. */
-long tdshim_futex(int *word, int operation, int value, const struct timespec *timeout)
+#if !defined(__x86_64__)
+/* The shim's own futex calls elsewhere than x86-64 (shim.h): libc's
+ * syscall(), never the wrapper above, errno as it was, -errno on
+ * failure. */
+long tdshim_futex6(void *word, int operation, long value, const struct timespec *timeout, long fifth, long sixth)
 {
 	int saved_errno = *tdshim_errno();
 	long result;
 
 	tdshim_ensure_init();
-	result = tdshim_real_syscall(SYS_futex, (long)word, (long)operation, (long)value, (long)timeout, 0L, 0L);
+	if (!tdshim_real_syscall)
+		return -ENOSYS;
+	result = tdshim_real_syscall(SYS_futex, (long)word, (long)operation, value, (long)timeout, fifth, sixth);
+	if (result == -1)
+		result = -*tdshim_errno();
 	*tdshim_errno() = saved_errno;
 	return result;
 }
+#endif

@@ -195,7 +195,7 @@ __attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex, con
 }
 
 /* The fast path is a leaf: a CAS and two stores, no call, no frame. */
-TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
 {
 	if (caa_unlikely(!is_default_mutex(mutex)))
 		return lock_other_type(mutex, TDSHIM_CALL_SITE());
@@ -308,7 +308,7 @@ __attribute__((noinline)) static int trylock_other_type(pthread_mutex_t *mutex)
 	return tdshim_real_pthread_mutex_trylock(mutex);
 }
 
-TDSHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t *mutex)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t *mutex)
 {
 	if (caa_unlikely(!is_default_mutex(mutex)))
 		return trylock_other_type(mutex);
@@ -382,7 +382,7 @@ __attribute__((noinline)) static int unlock_other_type(pthread_mutex_t *mutex)
 	return unlock_through_glibc(mutex);
 }
 
-TDSHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mutex)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mutex)
 {
 	if (caa_unlikely(!is_default_mutex(mutex)))
 		return unlock_other_type(mutex);

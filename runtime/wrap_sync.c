@@ -156,7 +156,7 @@ __attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *lock, const v
 	return rdlock_wait(lock, site);
 }
 
-TDSHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *lock)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *lock)
 {
 	if (caa_likely(rwlock_inline()) && caa_likely(add_reader_if_idle(lock)))
 		return 0;
@@ -189,7 +189,7 @@ __attribute__((noinline, cold)) static int wrlock_tracked(pthread_rwlock_t *lock
 	return error;
 }
 
-TDSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *lock)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *lock)
 {
 	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_rwlock))
 		return wrlock_tracked(lock, TDSHIM_CALL_SITE());
@@ -232,7 +232,7 @@ __attribute__((noinline)) static int tryrdlock_slow(pthread_rwlock_t *lock)
 	return try_read_lock(lock);
 }
 
-TDSHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *lock)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *lock)
 {
 	if (caa_likely(rwlock_inline()) && caa_likely(add_reader_if_idle(lock)))
 		return 0;
@@ -264,7 +264,7 @@ __attribute__((noinline)) static int trywrlock_slow(pthread_rwlock_t *lock)
  * where glibc's unlock and EDEADLK checks look for it); a write-locked
  * one, or one with readers in a read phase, is EBUSY whatever the
  * lock's preference.  Anything else, a lost CAS included, is glibc's. */
-TDSHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *lock)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *lock)
 {
 	if (caa_likely(rwlock_inline())) {
 		unsigned int seen = CMM_LOAD_SHARED(lock->__data.__readers);
@@ -468,17 +468,23 @@ struct cond_tracking {
 	uint64_t start;
 };
 
-static void cond_wait_begins(struct cond_tracking *tracking, pthread_cond_t *cond, pthread_mutex_t *mutex)
+__attribute__((noinline, cold)) static void cond_wait_tracked_begins(struct cond_tracking *tracking,
+								     pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
-	tracking->entry = NULL;
-	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex)))
-		return;
 	tracking->entry = tdshim_sync_entry(cond, TDSTAT_SYNC_COND);
 	if (!tracking->entry)
 		return;
 	if (CMM_LOAD_SHARED(mutex->__data.__owner) == tdshim_cached_tid())
 		tdshim_sync_released(tdshim_sync_entry(mutex, TDSTAT_SYNC_MUTEX));
 	tracking->start = tdshim_now_ns();
+}
+
+/* The gate inline, the tracking out of line. */
+static inline void cond_wait_begins(struct cond_tracking *tracking, pthread_cond_t *cond, pthread_mutex_t *mutex)
+{
+	tracking->entry = NULL;
+	if (caa_unlikely(tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex)))
+		cond_wait_tracked_begins(tracking, cond, mutex);
 }
 
 static void cond_wait_ends(const struct cond_tracking *tracking, bool timed, int error)
@@ -494,7 +500,7 @@ static void cond_wait_ends(const struct cond_tracking *tracking, bool timed, int
 		tdshim_sync_add(entry, TDSHIM_SYNC_cond_timedwait_timeout, 1);
 }
 
-TDSHIM_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
+TDSHIM_BLOCKING_PATH TDSHIM_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
 	struct cond_tracking tracking;
 
@@ -561,7 +567,7 @@ static bool cond_has_waiters(const pthread_cond_t *cond)
 	return CMM_LOAD_SHARED(cond->__data.__wrefs) >> 3;
 }
 
-TDSHIM_EXPORT int pthread_cond_signal(pthread_cond_t *cond)
+TDSHIM_BLOCKING_PATH TDSHIM_EXPORT int pthread_cond_signal(pthread_cond_t *cond)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_signal);
 	if (cond_has_waiters(cond))
@@ -829,18 +835,18 @@ static void semaphore_unregister(uint64_t **word)
  * stack is what the cleanups expect.  Inlined, the window took in the
  * caller's own instructions (the stack adjusted for the pushed seventh
  * argument), and a cancel there entered the cleanups with the stack
- * pointer off: SIGSEGV (tests/break6).  0 or the error.
+ * pointer off: SIGSEGV (tests/break6).  0 or the error (errno untouched).
  */
-__attribute__((noinline, noclone)) static int semaphore_futex_wait_cancelable(uint64_t *word, int operation,
-									      const struct timespec *abstime)
+__attribute__((noinline, noclone)) TDSHIM_BLOCKING_PATH static int
+semaphore_futex_wait_cancelable(uint64_t *word, int operation, const struct timespec *abstime)
 {
 	int type = PTHREAD_CANCEL_DEFERRED, error = 0;
 
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
-	if (tdshim_real_syscall(SYS_futex, (long)word, (long)operation, 0L, (long)abstime, 0L,
-				(long)FUTEX_BITSET_MATCH_ANY) != 0)
-		error = errno;
+	long result = tdshim_futex6(word, operation, 0, abstime, 0, FUTEX_BITSET_MATCH_ANY);
 	pthread_setcanceltype(type, NULL);
+	if (result < 0)
+		error = (int)-result;
 	return error;
 }
 
@@ -856,10 +862,8 @@ static int semaphore_sleep(struct glibc_semaphore *semaphore, clockid_t clock, c
 	/* The kernel refuses a negative time glibc counts as past. */
 	if (abstime && abstime->tv_sec < 0)
 		return ETIMEDOUT;
-	TDSHIM_SAVE_ERRNO();
 	TDSHIM_WAIT_SCOPE_AT(kind, semaphore, site);
 	error = semaphore_futex_wait_cancelable(&semaphore->data, operation, abstime);
-	TDSHIM_RESTORE_ERRNO();
 	/* Only a sleep a FUTEX_WAKE ended claims a post's stamp: one cut
 	 * short by a signal or a cancel would take another waiter's. */
 	tdshim_scope_.claims_stamp = error == 0;
@@ -871,8 +875,8 @@ static int semaphore_sleep(struct glibc_semaphore *semaphore, clockid_t clock, c
 	return error;
 }
 
-static int semaphore_wait_sleeping(sem_t *sem, clockid_t clock, const struct timespec *abstime, uint32_t kind,
-				   const void *site)
+TDSHIM_BLOCKING_PATH static int semaphore_wait_sleeping(sem_t *sem, clockid_t clock, const struct timespec *abstime,
+							uint32_t kind, const void *site)
 {
 	struct glibc_semaphore *semaphore = (struct glibc_semaphore *)sem;
 	uint64_t *registered __attribute__((cleanup(semaphore_unregister))) = &semaphore->data;
@@ -902,7 +906,7 @@ static int semaphore_wait_sleeping(sem_t *sem, clockid_t clock, const struct tim
  * flags passed the probe, the system call is at hand and the semaphore's
  * flag is one of the two glibc writes; otherwise glibc's call (a wait:
  * the whole of it one scope).  A NULL abstime: sem_wait. */
-static bool semaphore_protocol_known(const sem_t *semaphore)
+static inline __attribute__((always_inline)) bool semaphore_protocol_known(const sem_t *semaphore)
 {
 	int flag = ((const struct glibc_semaphore *)semaphore)->private_futex;
 
@@ -990,7 +994,7 @@ __attribute__((noinline, cold)) static int sem_wait_tracked(sem_t *semaphore, co
  * take, one atomic add and a compare of the low-water mark with the value
  * the take left.  Anything else is sem_wait_tracked's.
  */
-__attribute__((noinline)) static int sem_wait_slow(sem_t *semaphore, const void *site)
+__attribute__((noinline)) TDSHIM_BLOCKING_PATH static int sem_wait_slow(sem_t *semaphore, const void *site)
 {
 	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_sem_wait)) {
 		struct tdstat_sync_entry *entry;
@@ -1029,7 +1033,7 @@ static inline __attribute__((always_inline)) int sem_wait_inline_untracked(sem_t
 }
 
 /* Fast path: one flag and one CAS. */
-TDSHIM_EXPORT int sem_wait(sem_t *semaphore)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int sem_wait(sem_t *semaphore)
 {
 	if (caa_likely(CMM_LOAD_SHARED(TDSHIM_SYNC.gate_sem_wait.word) == 1) && caa_likely(take_if_positive(semaphore)))
 		return 0;
@@ -1162,7 +1166,7 @@ __attribute__((noinline)) static int trywait_slow(sem_t *semaphore)
 
 /* Fast path: the gate, then glibc's own straight line (one CAS while
  * the value is positive); anything else, a lost CAS included, out of line. */
-TDSHIM_EXPORT int sem_trywait(sem_t *semaphore)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int sem_trywait(sem_t *semaphore)
 {
 	if (caa_likely(CMM_LOAD_SHARED(TDSHIM_SYNC.gate_sem_post.word) == 1)) {
 		uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
@@ -1217,7 +1221,7 @@ static int semaphore_post_waking(sem_t *sem)
 	return 0;
 }
 
-__attribute__((noinline)) static int sem_post_slow(sem_t *semaphore, bool waiters)
+__attribute__((noinline)) TDSHIM_BLOCKING_PATH static int sem_post_slow(sem_t *semaphore, bool waiters)
 {
 	if (semaphore_protocol_known(semaphore))
 		return semaphore_post_waking(semaphore);
@@ -1269,7 +1273,7 @@ __attribute__((noinline)) static int sem_post_tracked(sem_t *semaphore)
 	return result;
 }
 
-TDSHIM_EXPORT int sem_post(sem_t *semaphore)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int sem_post(sem_t *semaphore)
 {
 	if (caa_likely(CMM_LOAD_SHARED(TDSHIM_SYNC.gate_sem_post.word) == 1)) {
 		uint64_t *data = &((struct glibc_semaphore *)semaphore)->data;
@@ -1380,7 +1384,7 @@ static inline int rwlock_write_release(pthread_rwlock_t *lock)
 	return 0;
 }
 
-TDSHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *lock)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *lock)
 {
 	if (caa_likely(rwlock_inline())) {
 		int writer = CMM_LOAD_SHARED(lock->__data.__cur_writer);

@@ -15,6 +15,15 @@
  *                 a record then, BLOCKED, and loses it when it ends.
  *   main_exit     main calls pthread_exit while another thread lives:
  *                 main's record is freed, the process goes on.
+ *   errno_kept    errno set to a sentinel before each call: every call
+ *                 that succeeds leaves it so, also when the shim slept
+ *                 and woke for it through its own futex calls and one of
+ *                 those failed.  A thread asleep in a contended
+ *                 pthread_mutex_lock is interrupted by a signal (no
+ *                 SA_RESTART: the futex call fails with EINTR, the lock
+ *                 sleeps again) before the holder unlocks, ten times;
+ *                 then two threads hand two semaphores and the mutex back
+ *                 and forth (EAGAIN when a word changes before a sleep).
  *   threads       three threads wait in sem_wait (run with two copies of
  *                 the shim preloaded): one record each, and main's, in a
  *                 region with its magic.
@@ -293,9 +302,141 @@ static int threads(void)
 	return 0;
 }
 
+#define ERRNO_SENTINEL 4242
+#define ERRNO_ROUNDS 20000
+static sem_t errno_ping, errno_pong;
+static pthread_mutex_t errno_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static volatile sig_atomic_t errno_interrupts;
+
+static void on_errno_signal(int signal_number)
+{
+	(void)signal_number;
+	errno_interrupts++;
+}
+
+static pid_t errno_locker_tid;
+static volatile int errno_locker_result = -1, errno_locker_errno;
+
+static void *errno_locker(void *unused)
+{
+	(void)unused;
+	__atomic_store_n(&errno_locker_tid, fx_gettid(), __ATOMIC_SEQ_CST);
+	errno = ERRNO_SENTINEL;
+	int result = pthread_mutex_lock(&errno_lock);
+	errno_locker_errno = errno;
+	errno_locker_result = result;
+	pthread_mutex_unlock(&errno_lock);
+	return NULL;
+}
+
+/* Whether thread `tid` is asleep (state S in /proc: in the futex). */
+static bool errno_thread_asleep(pid_t tid)
+{
+	char path[64], line[512];
+	bool asleep = false;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	FILE *stat = fopen(path, "r");
+	if (stat && fgets(line, sizeof(line), stat)) {
+		const char *end = strrchr(line, ')');
+		asleep = end && end[1] == ' ' && end[2] == 'S';
+	}
+	if (stat)
+		fclose(stat);
+	return asleep;
+}
+
+static void errno_wait_asleep(pid_t tid)
+{
+	uint64_t deadline = fx_now_ns() + FX_TIMEOUT_MS * 1000000ull;
+
+	while (!errno_thread_asleep(tid)) {
+		if (fx_now_ns() > deadline)
+			fx_die("the locker never slept");
+		sched_yield();
+	}
+}
+
+/* A contended lock interrupted while asleep: 1 when it succeeded and
+ * left errno as it was. */
+static int errno_interrupted_lock(void)
+{
+	pthread_t thread;
+
+	errno_locker_tid = 0;
+	errno_locker_result = -1;
+	pthread_mutex_lock(&errno_lock);
+	if (pthread_create(&thread, NULL, errno_locker, NULL) != 0)
+		fx_die("pthread_create");
+	while (!__atomic_load_n(&errno_locker_tid, __ATOMIC_SEQ_CST))
+		sched_yield();
+	errno_wait_asleep(errno_locker_tid);
+	sig_atomic_t before = errno_interrupts;
+	pthread_kill(thread, SIGUSR2);
+	while (errno_interrupts == before)
+		sched_yield();
+	/* Asleep again (the lock went back to sleep): then the unlock. */
+	errno_wait_asleep(errno_locker_tid);
+	pthread_mutex_unlock(&errno_lock);
+	pthread_join(thread, NULL);
+	return errno_locker_result == 0 && errno_locker_errno == ERRNO_SENTINEL;
+}
+
+/* Calls that succeeded and left errno changed, in one side's hand-off. */
+static long errno_hand_off(sem_t *take, sem_t *give)
+{
+	long changed = 0;
+
+	for (int i = 0; i < ERRNO_ROUNDS; i++) {
+		/* The post under the mutex: the thread it wakes finds the
+		 * mutex held as often as not. */
+		errno = ERRNO_SENTINEL;
+		changed += sem_wait(take) == 0 && errno != ERRNO_SENTINEL;
+		errno = ERRNO_SENTINEL;
+		changed += pthread_mutex_lock(&errno_lock) == 0 && errno != ERRNO_SENTINEL;
+		errno = ERRNO_SENTINEL;
+		changed += sem_post(give) == 0 && errno != ERRNO_SENTINEL;
+		errno = ERRNO_SENTINEL;
+		changed += pthread_mutex_unlock(&errno_lock) == 0 && errno != ERRNO_SENTINEL;
+	}
+	return changed;
+}
+
+static void *errno_peer(void *unused)
+{
+	(void)unused;
+	return (void *)errno_hand_off(&errno_ping, &errno_pong);
+}
+
+static int errno_kept(void)
+{
+	pthread_t peer;
+	void *peer_changed;
+
+	struct sigaction action = { .sa_handler = on_errno_signal }; /* no SA_RESTART */
+	int interrupted_kept = 0;
+
+	sigaction(SIGUSR2, &action, NULL);
+	for (int i = 0; i < 10; i++)
+		interrupted_kept += errno_interrupted_lock();
+	printf("interrupted_locks_kept=%d\n", interrupted_kept);
+	sem_init(&errno_ping, 0, 0);
+	sem_init(&errno_pong, 0, 1);
+	if (pthread_create(&peer, NULL, errno_peer, NULL) != 0)
+		fx_die("pthread_create");
+	long changed = errno_hand_off(&errno_pong, &errno_ping);
+	pthread_join(peer, &peer_changed);
+	printf("rounds=%d\n", ERRNO_ROUNDS);
+	printf("errno_changed=%ld\n", changed + (long)peer_changed);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	fx_region();
+	if (argc == 2 && !strcmp(argv[1], "errno_kept"))
+		return errno_kept();
 	if (argc == 2 && !strcmp(argv[1], "threads"))
 		return threads();
 	if (argc == 2 && !strcmp(argv[1], "mutex_counter"))
@@ -309,5 +450,5 @@ int main(int argc, char **argv)
 	nested = argc == 2 && !strcmp(argv[1], "signal_nested");
 	if (argc == 2 && (nested || !strcmp(argv[1], "signal_post")))
 		return signal_post();
-	fx_die("usage: rt_misc concurrency|signal_post|signal_nested|mutex_counter|adopt|main_exit|threads");
+	fx_die("usage: rt_misc concurrency|signal_post|signal_nested|mutex_counter|adopt|main_exit|threads|errno_kept");
 }

@@ -43,6 +43,19 @@ static void expect_signal_post(const char *scenario)
 Test(signal, handler_posts_while_sem_wait_waits) { expect_signal_post("signal_post"); }
 Test(signal, handler_waits_itself_inside_sem_wait) { expect_signal_post("signal_nested"); }
 
+/* The shim's own futex calls (the semaphore's sleep and wake, the
+ * contended mutex) leave the program's errno alone. */
+Test(errno, kept_by_sleeping_waits_that_succeed)
+{
+	const char *args[] = { "errno_kept", NULL };
+	struct rt_output out = rt_run("rt_misc", args, NULL);
+
+	rt_expect_int(&out, "interrupted_locks_kept", 10);
+	rt_expect_int(&out, "rounds", 20000);
+	rt_expect_int(&out, "errno_changed", 0);
+	rt_free(&out);
+}
+
 Test(overflow, more_threads_than_capacity)
 {
 	const char *args[] = { "40", NULL };
