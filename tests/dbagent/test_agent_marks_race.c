@@ -20,10 +20,10 @@
  *   state past an announcement made in between, and the publish then
  *   takes it back.
  *
- * Seeds are fixed; every run makes the same writer steps at the same
- * reads.  The open-window test sleeps inside a few reads so that the
- * clocks of one snapshot are milliseconds apart (the margin of
- * reader_clock is 1 ms).
+ * Seeds are fixed.  The open-window runs sleep inside a few reads so
+ * that the clocks of one snapshot are milliseconds apart (the margin of
+ * reader_clock is 1 ms); chunks_vouched_for_by_marks_count_to_their_clock
+ * places such a pause where the clock rule of the marks matters.
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
