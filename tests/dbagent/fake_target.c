@@ -133,7 +133,15 @@ ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t address, void *buffer, siz
 	} else if (!source) {
 		result = PS_BADADDR;
 	} else {
-		memcpy(buffer, source, size);
+		size_t cut = ph->on_read ? ph->on_read(ph, size, false) : 0;
+
+		if (cut > 0 && cut < size) {
+			memcpy(buffer, source, cut);
+			ph->on_read(ph, size, true);
+			memcpy((unsigned char *)buffer + cut, source + cut, size - cut);
+		} else {
+			memcpy(buffer, source, size);
+		}
 		/* A reader of records sees a writer publish between its
 		 * reads: each such read sees another seq. */
 		if (ph->torn_reads > 0 && source >= (unsigned char *)fake_record(ph, 0)) {

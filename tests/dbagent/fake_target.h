@@ -28,6 +28,11 @@ struct ps_prochandle {
 	int writes_before_failure;  /* the write after this many fails, once; <0: none */
 	int torn_reads;             /* this many record reads see a seq that moved */
 	bool random_reads;          /* every read returns random bytes */
+	/* A writer of the test, run under the lock at every read that the
+	 * image serves: before the copy (`mid` false), and when that call
+	 * returns a cut inside the read, again after the first `cut` bytes
+	 * are copied (a change landing in the middle of one read). */
+	size_t (*on_read)(struct ps_prochandle *ph, size_t size, bool mid);
 	unsigned long reads, writes;
 	unsigned long read_bytes;   /* what the reads asked for */
 	unsigned int seed;

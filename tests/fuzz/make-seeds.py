@@ -3,7 +3,7 @@
 # Writes the seed corpus of fuzz_agent: the region of a real shim (read
 # from a live rel_target through /proc/PID/mem), each with a few scripts,
 # plus edge cases.  Run once by hand; the seeds are kept in git.
-#   make-seeds.py BUILD_DIR OUT_DIR [sync]
+#   make-seeds.py BUILD_DIR OUT_DIR [sync|marks]
 # With `sync`, only the seeds of the synchronization-object calls: the
 # whole region (16 records and their details) of tests/sync's
 # sync_target, parked in its deadlock, with WILD_READS so the objects its
@@ -24,6 +24,45 @@ def shim_region_offset(shim):
         if parts[-1] == "tdstat_region":
             return int(parts[0], 16)
 
+
+# With `marks` (BUILD_DIR unused), the seeds of a region of ABI 2.3: the
+# sync-deadlock seed's region (16 records) with the change marks appended
+# (one block of 256 words in tdstat_change_slot's order, each twice its
+# record's seq, some odd: a change under way), so that the fuzzer starts
+# from regions whose marks the agent reads and keeps between calls.
+if len(sys.argv) > 3 and sys.argv[3] == "marks":
+    with open(os.path.join(out, "sync-deadlock"), "rb") as f:
+        base_region = bytearray(f.read()[16:])
+    records_offset, record_size = struct.unpack_from("<II", base_region, 24)
+    capacity = struct.unpack_from("<I", base_region, 32)[0]
+
+    def change_slot(i):
+        return (i & ~255) | (i & 15) << 4 | (i >> 4 & 15)
+
+    def marked(odd):
+        region = bytearray(base_region)
+        struct.pack_into("<H", region, 10, 3)                      # abi_minor
+        struct.pack_into("<I", region, 128, len(region))           # changes_offset
+        marks = [0] * 256
+        for i in range(capacity):
+            seq = struct.unpack_from("<I", region, records_offset + i * record_size)[0]
+            marks[change_slot(i)] = 2 * seq + (1 if i in odd else 0)
+        region += struct.pack("<256I", *marks)
+        struct.pack_into("<Q", region, 16, len(region))            # region_size
+        return bytes(region)
+
+    seeds = {
+        "marks-all-calls": script(0, 0, 0, [0, 1, 2, 3, 0, 1, 5, 0, 4, 1, 6, 0]) + marked({3}),
+        "marks-thread-iteration": script(0, 0, 0, [0x87, 0x87, 0, 0x87, 1, 0x87]) + marked({0, 5}),
+        "marks-odd-seq": script(0, 16, 0, [0, 0x87, 1, 0x87, 0, 0]) + marked(()),
+        # the target changes between calls (op 7): marks and records alike
+        "marks-mutating": script(0, 0, 0, [1, 0x87, 7, 1, 0x87, 15, 1, 0x87, 23, 1, 0x87, 0]) + marked({3}),
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    print("wrote %d seeds" % len(seeds))
+    sys.exit(0)
 
 if len(sys.argv) > 3 and sys.argv[3] == "sync":
     shim = os.path.join(build, "runtime/libtdshim.so")
