@@ -239,7 +239,7 @@ static int trace_run(const char *self, const char *shim)
 	const char *mode = shim ? "shim" : "bare";
 	struct range ranges[8];
 	int nranges = 0, ended = 0;
-	long length = 0, injected = 0, position = -1;
+	long length = 0, injected = 0, position = -1, shorter_turns = 0;
 	unsigned long last_rip = 0;
 
 	fflush(stdout);
@@ -310,10 +310,21 @@ static int trace_run(const char *self, const char *shim)
 			break;
 		}
 		bool alive = true;
-		for (long step = 0; step <= position && alive; step++) {
-			ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
-			status = wait_for(pid, tid, &ended);
-			alive = status >= 0 && WIFSTOPPED(status) && WSTOPSIG(status) == SIGTRAP;
+		/* A turn's path may depend on time (the shim renews its clock
+		 * anchor after 2 ms of use, which single-stepping reaches in
+		 * the middle of some turns and not others): a waiter whose turn
+		 * came back to its mark before the position was reached is
+		 * stepped again from there, a few times. */
+		for (int tries = 0;; tries++) {
+			alive = true;
+			for (long step = 0; step <= position && alive; step++) {
+				ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL);
+				status = wait_for(pid, tid, &ended);
+				alive = status >= 0 && WIFSTOPPED(status) && WSTOPSIG(status) == SIGTRAP;
+			}
+			if (alive || tries == 3 || status < 0 || !WIFSTOPPED(status) || WSTOPSIG(status) != SIGUSR2)
+				break;
+			shorter_turns++;
 		}
 		if (!alive) {
 			printf("FAIL %s: the waiter stopped otherwise while stepped to instruction %ld\n", mode,
@@ -351,8 +362,9 @@ static int trace_run(const char *self, const char *shim)
 	}
 	if (describe_end(ended, mode, position, last_rip))
 		return 1;
-	printf("%s: %ld instructions a turn, %ld cancels, each at its own instruction, clean\n", mode, length,
-	       injected);
+	printf("%s: %ld instructions a turn, %ld cancels, each at its own instruction, clean (%ld turns came back "
+	       "short and were stepped again)\n",
+	       mode, length, injected, shorter_turns);
 	return injected ? 0 : 1;
 }
 
