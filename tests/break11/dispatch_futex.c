@@ -4,7 +4,8 @@
  * PR_SET_SYSCALL_USER_DISPATCH, with libc's executable text as the
  * allowed region) while two threads hand a pair of semaphores back and
  * forth (sem_wait sleeps, sem_post wakes) and fight over a default mutex
- * (a contended lock sleeps, its unlock wakes).  Bare, every futex call
+ * (a contended lock sleeps, its unlock wakes) and an rwlock (the
+ * release wakes).  Bare, every futex call
  * those make is libc's, so nothing is trapped.  A shim whose own futex
  * calls are a syscall instruction in libtdshim.so's text gets SIGSYS for
  * them: the handler here makes the call through libc's syscall() (so the
@@ -40,6 +41,7 @@ static volatile int futex_traps, other_traps;
 static uintptr_t libc_start, libc_end;
 static sem_t ping, pong;
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
 static volatile long shared_counter;
 
 /* The trapped call, made from libc's text instead (allowed). */
@@ -91,6 +93,15 @@ static void contend(void)
 		for (volatile int spin = 0; spin < 2000; spin++)
 			shared_counter++;
 		pthread_mutex_unlock(&mutex);
+	}
+	for (int i = 0; i < 50; i++) {
+		if (i & 1)
+			pthread_rwlock_rdlock(&rwlock);
+		else
+			pthread_rwlock_wrlock(&rwlock);
+		for (volatile int spin = 0; spin < 2000; spin++)
+			shared_counter++;
+		pthread_rwlock_unlock(&rwlock);
 	}
 }
 
