@@ -365,32 +365,15 @@ uint64_t tdshim_deadline_after(const struct timespec *timeout);
 uint64_t tdshim_deadline_at(clockid_t clock, const struct timespec *abstime);
 
 /*
- * The shim's own futex calls: the system call itself, never the
- * interposed syscall() (runtime/wrap_futex.c) nor a call into libc, and
- * errno untouched.  They run on blocking paths just before or after a
- * context switch, where each call and each line touched shows (a
- * semaphore round trip on one CPU).  The kernel's answer: >= 0, or
- * -errno.  Elsewhere than x86-64, libc's syscall() (runtime/wrap_futex.c).
+ * The shim's own futex calls: libc's syscall() (runtime/wrap_futex.c),
+ * never the interposed syscall() there, with errno untouched.  The
+ * kernel's answer: >= 0, or -errno.  Not a syscall instruction of the
+ * shim's own: a program that lets only libc's text make system calls
+ * (syscall user dispatch, a seccomp filter on the instruction pointer)
+ * would get SIGSYS for a semaphore's sleep or wake, a contended mutex or
+ * an rwlock release that work bare (regression.shim.futex_from_libc_text).
  */
-#if defined(__x86_64__)
-static inline long tdshim_futex6(void *word, int operation, long value, const struct timespec *timeout,
-				 long fifth, long sixth)
-{
-	register long r10 __asm__("r10") = (long)timeout;
-	register long r8 __asm__("r8") = fifth;
-	register long r9 __asm__("r9") = sixth;
-	long result;
-
-	__asm__ __volatile__("syscall"
-			     : "=a"(result)
-			     : "0"((long)SYS_futex), "D"(word), "S"((long)operation), "d"(value), "r"(r10), "r"(r8),
-			       "r"(r9)
-			     : "rcx", "r11", "memory");
-	return result;
-}
-#else
 long tdshim_futex6(void *word, int operation, long value, const struct timespec *timeout, long fifth, long sixth);
-#endif
 
 static inline long tdshim_futex(int *word, int operation, int value, const struct timespec *timeout)
 {

@@ -215,11 +215,10 @@ __asm__(".text\n"
 TDSHIM_EXPORT long syscall(long number, ...) __attribute__((alias("tdshim_syscall_entry")));
 #endif
 
-#if !defined(__x86_64__)
-/* The shim's own futex calls elsewhere than x86-64 (shim.h): libc's
- * syscall(), never the wrapper above, errno as it was, -errno on
- * failure. */
-long tdshim_futex6(void *word, int operation, long value, const struct timespec *timeout, long fifth, long sixth)
+/* The shim's own futex calls (shim.h): libc's syscall(), never the
+ * wrapper above, errno as it was, -errno on failure. */
+TDSHIM_BLOCKING_PATH long tdshim_futex6(void *word, int operation, long value, const struct timespec *timeout, long fifth,
+					  long sixth)
 {
 	int saved_errno = *tdshim_errno();
 	long result;
@@ -233,4 +232,3 @@ long tdshim_futex6(void *word, int operation, long value, const struct timespec 
 	*tdshim_errno() = saved_errno;
 	return result;
 }
-#endif
