@@ -7,7 +7,6 @@
  * happened; transparency_test.py compares it bare and under the shim.
  */
 #define _GNU_SOURCE
-#include <link.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +15,8 @@
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+#include "libc_text.h"
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
 #define PR_SET_SYSCALL_USER_DISPATCH 59
@@ -39,30 +40,14 @@ static void on_sigsys(int signal, siginfo_t *info, void *context)
 	uc->uc_mcontext.gregs[REG_RAX] = -38; /* -ENOSYS */
 }
 
-static int find_libc(struct dl_phdr_info *object, size_t size, void *data)
-{
-	(void)size;
-	(void)data;
-	if (!strstr(object->dlpi_name, "/libc.so.6"))
-		return 0;
-	for (int i = 0; i < object->dlpi_phnum; i++) {
-		const ElfW(Phdr) *header = &object->dlpi_phdr[i];
-
-		if (header->p_type == PT_LOAD && (header->p_flags & PF_X)) {
-			libc_start = object->dlpi_addr + header->p_vaddr;
-			libc_end = libc_start + header->p_memsz;
-			return 1;
-		}
-	}
-	return 0;
-}
-
 int main(void)
 {
 	struct sigaction action = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
 	long pid;
 
-	dl_iterate_phdr(find_libc, NULL);
+	struct libc_text text = libc_text_find();
+	libc_start = text.start;
+	libc_end = text.end;
 	if (!libc_start || sigaction(SIGSYS, &action, NULL) != 0)
 		return 2;
 	if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, libc_start, libc_end - libc_start,

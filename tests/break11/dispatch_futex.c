@@ -14,7 +14,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <link.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -25,6 +24,8 @@
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+#include "libc_text.h"
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
 #define PR_SET_SYSCALL_USER_DISPATCH 59
@@ -60,24 +61,6 @@ static void on_sigsys(int signal, siginfo_t *info, void *context)
 			      regs[REG_R8], regs[REG_R9]);
 	regs[REG_RAX] = result == -1 ? -errno : result;
 	errno = saved_errno;
-}
-
-static int find_libc(struct dl_phdr_info *object, size_t size, void *data)
-{
-	(void)size;
-	(void)data;
-	if (!strstr(object->dlpi_name, "/libc.so.6"))
-		return 0;
-	for (int i = 0; i < object->dlpi_phnum; i++) {
-		const ElfW(Phdr) *header = &object->dlpi_phdr[i];
-
-		if (header->p_type == PT_LOAD && (header->p_flags & PF_X)) {
-			libc_start = object->dlpi_addr + header->p_vaddr;
-			libc_end = libc_start + header->p_memsz;
-			return 1;
-		}
-	}
-	return 0;
 }
 
 /* Syscall user dispatch is a thread's own: each thread turns it on. */
@@ -125,7 +108,9 @@ int main(void)
 	pthread_t thread;
 	void *status = NULL;
 
-	dl_iterate_phdr(find_libc, NULL);
+	struct libc_text text = libc_text_find();
+	libc_start = text.start;
+	libc_end = text.end;
 	if (!libc_start || sigaction(SIGSYS, &action, NULL) != 0)
 		return 2;
 	if (dispatch_on() != 0) {
