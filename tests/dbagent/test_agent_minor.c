@@ -36,6 +36,7 @@ struct shape {
 	uint32_t header_extra;      /* bytes past minor 0's header */
 	uint16_t copy_extra;        /* bytes appended to each record copy */
 	uint16_t detail_copy_extra; /* bytes appended to each detail copy */
+	uint32_t changes_word;      /* the header's word at 128: 2.3's changes_offset, padding before */
 };
 
 static uint32_t align16(uint32_t n)
@@ -75,6 +76,7 @@ static void build(struct ps_prochandle *ph, const struct shape *shape)
 	header.layout.detail_copy_size = (uint16_t)detail_copy_size;
 	/* A 2.0 shim's reserved word: the anchor's place in 2.1. */
 	header.control.realtime_offset_ns = ANCHOR;
+	header.changes_offset = shape->changes_word;
 	memcpy(ph->image, &header, sizeof(header));
 	/* The records: all FREE (seq 0, copy 0 published), their other
 	 * bytes left as they are. */
@@ -185,6 +187,16 @@ Test(agent_minor, minor_0_reads_without_anchor)
 Test(agent_minor, minor_1_reports_anchor)
 {
 	expect_numbers(&(struct shape){ .minor = 1 }, 1);
+}
+
+/* The minor before the change marks (2.3): the word where 2.3 keeps
+ * changes_offset was padding, and whatever it holds is not read as
+ * marks (an agent that did would refuse the region or read garbage as
+ * marks). */
+Test(agent_minor, minor_2_padding_is_not_change_marks)
+{
+	expect_numbers(&(struct shape){ .minor = 2, .changes_word = 0xA5A5A5A5u }, 1);
+	expect_numbers(&(struct shape){ .minor = 2, .changes_word = TDSTAT_ABI_2_0_HEADER_SIZE }, 1);
 }
 
 Test(agent_minor, newer_minor_extra_fields_ignored)
