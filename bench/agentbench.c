@@ -32,6 +32,12 @@
  *       with the kinds.  Prints "iter THREADS HANDED MEDIAN PER_THREAD
  *       STATS_NS": the median us per walk, that over the threads handed
  *       out, and the median us of one td_ta_get_stats_ns.
+ *   agentbench print HZ BYTES SECONDS
+ *       the floor of any sampler that prints: wakes HZ times a second on
+ *       the same absolute deadlines as tdstat (clock_nanosleep) and writes
+ *       BYTES of text lines to stdout in one write, for SECONDS, reading
+ *       nothing.  What a sampler's target loses to it is what printing
+ *       that much at that rate costs, whoever prints it.
  *   agentbench armed RUNS COMMAND [ARGS...]
  *       what an armed timer on a process's CPU clock costs that process
  *       (docs/READER.md "The process CPU clock"): runs COMMAND 2 * RUNS
@@ -521,8 +527,44 @@ static int run_armed(long runs, char **argv)
 	return 0;
 }
 
+static int run_print(double hz, long bytes, double seconds)
+{
+	char *text = malloc(bytes > 0 ? (size_t)bytes : 1);
+	struct timespec next;
+	long lines = (long)(hz * seconds);
+
+	if (!text || hz <= 0 || bytes < 0)
+		return 2;
+	/* Rows of 100 bytes, as a table's are about. */
+	memset(text, 'x', (size_t)bytes);
+	for (long i = 99; i < bytes; i += 100)
+		text[i] = '\n';
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (long line = 0; line < lines; line++) {
+		long ns = next.tv_nsec + (long)(1e9 / hz);
+
+		next.tv_sec += ns / 1000000000;
+		next.tv_nsec = ns % 1000000000;
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			;
+		for (long done = 0; done < bytes;) {
+			ssize_t n = write(1, text + done, (size_t)(bytes - done));
+
+			if (n <= 0) {
+				free(text);
+				return 1;
+			}
+			done += n;
+		}
+	}
+	free(text);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 5 && strcmp(argv[1], "print") == 0)
+		return run_print(atof(argv[2]), atol(argv[3]), atof(argv[4]));
 	if (argc >= 4 && strcmp(argv[1], "armed") == 0)
 		return run_armed(atol(argv[2]) > 0 ? atol(argv[2]) : 1, argv + 3);
 	if ((argc == 6 || argc == 7) && strcmp(argv[1], "cost") == 0)
@@ -539,6 +581,7 @@ int main(int argc, char **argv)
 			"       agentbench walk SHIM WORKLOAD THREADS HZ SECONDS [MODE]\n"
 			"       agentbench iter SHIM WORKLOAD THREADS CALLS\n"
 			"       agentbench compare PID SECONDS\n"
+			"       agentbench print HZ BYTES SECONDS\n"
 			"       agentbench armed RUNS COMMAND [ARGS...]\n");
 	return 2;
 }

@@ -373,13 +373,14 @@ class Bench:
 
     SAMPLER_WARM_S = 1.0
 
-    def run_work(self, mode, sampled, seconds, threads, options=()):
+    def run_work(self, mode, sampled, seconds, threads, options=(), command=None):
         """One run of `bench-workload MODE THREADS`: its work/s over
         `seconds`, measured (SIGUSR1, bench/workload.c) once a sampler
         started with it has warmed up (its first lines and names are not
-        the steady state).  With `sampled`, tdstat -i 0.01 OPTIONS writes
-        to a file, and the lines it printed in those seconds and the CPU
-        it used are kept (self.sampler)."""
+        the steady state).  With `sampled`, tdstat -i 0.01 OPTIONS (or
+        `command`, which never ends by itself) writes to a file, and the
+        lines it printed in those seconds, their bytes and the CPU it used
+        are kept (self.sampler)."""
         env = self.variant_env("tdstat")
         work = subprocess.Popen([self.workload, mode, str(threads), str(seconds + self.SAMPLER_WARM_S)],
                                 env=env, stdout=subprocess.PIPE, text=True)
@@ -387,18 +388,22 @@ class Bench:
         sampler = out = None
         if sampled:
             out = tempfile.NamedTemporaryFile(prefix="tdstat-bench-", delete=False)
-            sampler = subprocess.Popen([self.tdstat, "-i", "0.01", *options, str(work.pid)], stdout=out,
-                                       stderr=subprocess.DEVNULL)
+            argv = command or [self.tdstat, "-i", "0.01", *options, str(work.pid)]
+            sampler = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL)
         time.sleep(self.SAMPLER_WARM_S)
         work.send_signal(signal.SIGUSR1)
         if sampler:
             cpu, lines, began = self.process_cpu_s(sampler.pid), self.printed_lines(out.name), time.monotonic()
+            size = os.path.getsize(out.name)
             # Ends just before the target's own end, which ends tdstat.
             time.sleep(max(0.1, seconds - 0.1))
             cpu = self.process_cpu_s(sampler.pid) - cpu
             lines = self.printed_lines(out.name) - lines
+            size = os.path.getsize(out.name) - size
             span = time.monotonic() - began
-            self.sampler.append((lines / span, cpu / span, cpu / max(lines, 1)))
+            self.sampler.append((lines / span, cpu / span, cpu / max(lines, 1), size / max(lines, 1)))
+            if command:
+                sampler.kill()
         rate = float(work.stdout.read().split()[1])
         work.wait()
         if sampler:
@@ -420,12 +425,33 @@ class Bench:
         lines_s = median(r[0] for r in self.sampler)
         share = median(r[1] for r in self.sampler)
         per_line = median(r[2] for r in self.sampler)
+        line_bytes = median(r[3] for r in self.sampler)
         self.row("3 sampler", f"{threads} threads ({shape}), {seconds:g} s: work/s while `{command}` "
                  "samples it at 100 Hz (output to a file)",
                  f"unsampled {medians['without']:.0f}/s", f"sampled {medians['with']:.0f}/s",
-                 f"{100 * slowdown:.2f}% slower; tdstat printed {lines_s:.0f} lines/s, used "
-                 f"{100 * share:.2f}% of one CPU, {1e3 * per_line:.3f} ms a line",
+                 f"{100 * slowdown:.2f}% slower; tdstat printed {lines_s:.0f} lines/s of {line_bytes / 1e3:.1f} KB, "
+                 f"used {100 * share:.2f}% of one CPU, {1e3 * per_line:.3f} ms a line",
                  "<= 1%", self.verdict(slowdown <= 0.01))
+        return line_bytes
+
+    def floor_row(self, mode, threads, shape, line_bytes):
+        """What printing alone costs the same target: a program that wakes
+        at 100 Hz on tdstat's deadlines and writes as many bytes a line as
+        tdstat -t just did, reading nothing (agentbench print).  Not a
+        budget: the part of the row above that no reader can avoid."""
+        seconds = 0.5 if self.args.smoke else 3.0
+        self.sampler = []
+        command = [self.agentbench, "print", "100", str(int(line_bytes)), str(seconds + 2 * self.SAMPLER_WARM_S)]
+        log(f"3c. target slowdown while a program only prints {line_bytes / 1e3:.1f} KB at 100 Hz")
+        medians = self.alternate(["without", "with"],
+                                 lambda v: self.run_work(mode, v == "with", seconds, threads, command=command))
+        slowdown = 1 - medians.ratio("with", "without")
+        share = median(r[1] for r in self.sampler)
+        self.row("3 sampler", f"{threads} threads ({shape}), {seconds:g} s: work/s while a program that reads "
+                 f"nothing only writes {line_bytes / 1e3:.1f} KB at 100 Hz (the floor of the row above)",
+                 f"unsampled {medians['without']:.0f}/s", f"printed {medians['with']:.0f}/s",
+                 f"{100 * slowdown:.2f}% slower; it used {100 * share:.2f}% of one CPU, "
+                 f"{1e3 * share / 100:.3f} ms a line", "-", "-")
 
     def section_sampler(self):
         # Two CPU-bound threads on 2 CPUs: every CPU cycle tdstat takes
@@ -438,8 +464,10 @@ class Bench:
         # samples far below 100 Hz and looks cheap): the `server` shape
         # keeps the CPUs busy with one thread each and parks the rest in
         # pthread_cond_wait, and the row says how many lines tdstat made.
-        self.sampler_row("server", 100 if self.args.smoke else 1000,
-                         f"{cpus} CPU-bound, the rest in pthread_cond_wait", ("-t",))
+        shape = f"{cpus} CPU-bound, the rest in pthread_cond_wait"
+        threads = 100 if self.args.smoke else 1000
+        line_bytes = self.sampler_row("server", threads, shape, ("-t",))
+        self.floor_row("server", threads, shape, line_bytes)
 
     # -- 4. accuracy --------------------------------------------------------------
 
