@@ -804,6 +804,88 @@ Test(agent_numbers_marked, an_unchanged_target_reads_marks_not_records)
 }
 
 /*
+ * A snapshot whose records are all as kept on the word of their marks
+ * reads the header (two copies) and the marks: three reads, not a fourth
+ * copy of the header after them (the records did not change across the
+ * header's copies, so they and the control block are of one moment).
+ * One whose records moved still checks the header after them.
+ */
+Test(agent_numbers_marked, an_unchanged_target_is_three_reads)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	unsigned long reads;
+
+	control->window_start_ns = ws;
+	control->window_end_ns = TDSTAT_WINDOW_OPEN;
+	for (uint32_t i = 0; i < 700; i++)
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	reads = target.reads;
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_eq(target.reads - reads, 3, "%lu reads", target.reads - reads);
+	publish_blocked(300, ws, ws + 10 * SECOND, TDSTAT_WAIT_MUTEX, TDSTAT_WAIT_COND, 2 * SECOND);
+	reads = target.reads;
+	cr_assert_eq(td_ta_get_stats_ns(agent, &ns), TD_OK);
+	cr_assert_gt(target.reads - reads, 4, "%lu reads", target.reads - reads);
+}
+
+/* A new window begun while the marks are read, after the header's
+ * copies: the snapshot is of the old window as it stood (the records did
+ * not move), or of the new one as a fresh agent reads it; never the old
+ * records counted in the new window. */
+static uint64_t reset_to;
+
+static size_t reset_during_marks(struct ps_prochandle *ph, size_t size, bool mid)
+{
+	struct tdstat_control *control = &fake_header(ph)->control;
+
+	/* The marks of 700 records, in blocks of TDSTAT_CHANGES_BLOCK. */
+	if (mid || !reset_to || size != 3 * TDSTAT_CHANGES_BLOCK * sizeof(uint32_t))
+		return 0;
+	control->window_start_ns = reset_to;
+	control->window_end_ns = TDSTAT_WINDOW_OPEN;
+	control->generation++;
+	reset_to = 0;
+	return 0;
+}
+
+Test(agent_numbers_marked, a_new_window_during_the_marks_read_is_not_mixed_in)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	td_ta_stats_ns_t before = { .size = sizeof(before) }, during = { .size = sizeof(during) };
+	td_ta_stats_ns_t fresh = { .size = sizeof(fresh) };
+	uint64_t ws = fake_monotonic_ns() - 15 * SECOND;
+	td_thragent_t *other;
+
+	control->window_start_ns = ws;
+	control->window_end_ns = ws + 10 * SECOND;
+	for (uint32_t i = 0; i < 700; i++)
+		publish_blocked(i, ws, ws + 9 * SECOND, TDSTAT_WAIT_COND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &before), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &before), TD_OK);
+	reset_to = fake_monotonic_ns() - SECOND;
+	target.on_read = reset_during_marks;
+	cr_assert_eq(td_ta_get_stats_ns(agent, &during), TD_OK);
+	target.on_read = NULL;
+	cr_assert_eq(reset_to, 0, "the marks were not read");
+	if (during.window_start_ns == ws) {
+		cr_assert_eq(during.lwps_ns, before.lwps_ns);
+		cr_assert_eq(during.runnable_ns, before.runnable_ns);
+		cr_assert_eq(during.window_ns, before.window_ns);
+		return;
+	}
+	cr_assert_eq(td_ta_new(&target, &other), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(other, &fresh), TD_OK);
+	td_ta_delete(other);
+	cr_assert_eq(during.window_start_ns, fresh.window_start_ns);
+	cr_assert_leq(during.lwps_ns, fresh.lwps_ns);
+	cr_assert_leq(during.runnable_ns, fresh.runnable_ns);
+}
+
+/*
  * A mark left odd is a change under way (or a writer stopped half way):
  * the record itself says how far it got (pending_ns), so it is read at
  * every snapshot until the mark is even again.  Here the first snapshot

@@ -310,11 +310,14 @@ Test(kinds, objects_add_up_to_idle_by)
 			total += value;
 			if (strstr(line, "\"ended\":true"))
 				ended += value;
-			/* A wait seen current lasts about 400 us (the naive rule
-			 * credits it the whole interval), unless it
-			 * is main's join: an object gets no more than that. */
+			/* A wait seen current lasts about 400 us; the naive rule
+			 * credits it the whole interval (one thread waiting
+			 * throughout: 1.0), unless it is main's join.  On a
+			 * loaded machine a ping-pong wait can last a tenth of
+			 * the interval or more (a peer preempted), so the bound
+			 * is half the naive figure, not the unloaded one. */
 			else if (strcmp(kinds[k], "join") != 0)
-				cr_assert_lt(value, 0.1, "credited more than its wait: %s", line);
+				cr_assert_lt(value, 0.5, "credited the whole interval: %s", line);
 		}
 		cr_assert(total > expected - 0.01 && total < expected + 0.01, "%s: rows %.4f, idle_by %.4f: %s",
 			  kinds[k], total, expected, output);
