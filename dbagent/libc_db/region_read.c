@@ -1058,11 +1058,6 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 	 * first chunk again, whole. */
 	if (led < tddb_min_u64(count, per_chunk))
 		led = 0;
-	struct record_ends ends = {
-		.start = view->control.window_start_ns,
-		.open_end = window_end_at(view, now),
-		.reader_now = now,
-	};
 	if (err != TD_OK || count == 0) {
 		if (cache) {
 			cache->last_count = count;
@@ -1074,6 +1069,12 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		*checked_after = led != 0;
 		return err;
 	}
+	/* (After the header's read succeeded: its view is whole.) */
+	struct record_ends ends = {
+		.start = view->control.window_start_ns,
+		.open_end = window_end_at(view, now),
+		.reader_now = now,
+	};
 	cache = cache_grow(agent, cache, count);
 	/* Where the live records' open intervals ended, added up: their mean
 	 * is where the snapshot counted its threads (counted_ns). */
