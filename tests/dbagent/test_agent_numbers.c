@@ -210,11 +210,18 @@ Test(agent_numbers, enable_disable_reset_write_the_documented_fields)
 	cr_assert_eq(control->window_end_ns, TDSTAT_WINDOW_OPEN);
 
 	before = *control;
+	uint64_t asked = fake_monotonic_ns();
 	cr_assert_eq(td_ta_enable_stats(agent, 0), TD_OK);
+	uint64_t returned = fake_monotonic_ns();
 	cr_assert_eq(control->window_start_ns, before.window_start_ns);
 	cr_assert_geq(control->window_end_ns, before.window_start_ns);
 	cr_assert_neq(control->window_end_ns, TDSTAT_WINDOW_OPEN);
 	cr_assert_geq(control->cpu_end_ns, control->cpu_start_ns);
+	/* The window ends at the controller's clock during the call (not
+	 * the lag before it), and the call returns once a wait's last lag
+	 * before that end is final (docs/READER.md, "Control writes"). */
+	cr_assert_geq(control->window_end_ns, asked);
+	cr_assert_geq(returned, control->window_end_ns + TDSTAT_COMMIT_LAG_NS);
 
 	/* Disabled: later reads give the same window; disabling again is a
 	 * no-op. */
