@@ -141,9 +141,9 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
  * The end of a window a disable closes: the controller's clock, read once
  * `rewriting = 1` is in place.  Every figure a reader took from the open
  * window stops before it: such a reader read the control block before
- * that store, so its clock (open intervals), the commits it saw (closed
- * intervals) and the window it reported all precede this clock, however
- * long this controller was held up before its writes.  An end at the
+ * that store, so its clock (open intervals) and the commits it saw
+ * (closed intervals) precede this clock, however long this controller
+ * was held up before its writes.  An end at the
  * clock less commit_lag_ns, as this once was, took back what readers had
  * counted in those last commit_lag_ns (9 ms of every running thread's
  * time, every interval a thread closed in them, and all of a younger
