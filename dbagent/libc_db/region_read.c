@@ -512,6 +512,11 @@ static uint64_t reader_margin(const struct tddb_geometry *geometry)
 	return 2 * geometry->stall_ns + CLOCK_SKEW_MARGIN_NS;
 }
 
+uint64_t tddb_reader_margin(const struct tddb_geometry *geometry)
+{
+	return reader_margin(geometry);
+}
+
 static uint64_t reader_clock(const struct tddb_geometry *geometry)
 {
 	uint64_t now = tddb_monotonic_ns();
@@ -520,13 +525,17 @@ static uint64_t reader_clock(const struct tddb_geometry *geometry)
 }
 
 /*
- * A window a controller froze less than the margin ago ends at its clock
- * less commit_lag_ns, later than the earlier clock less commit_lag_ns up
- * to which an open wait counts: the first snapshots would fall short of
- * the frozen figures by up to the margin per waiting thread, and grow to
- * them.  Wait out the rest of the margin then (at most the margin: only
- * for an end the controller's clock has passed), so a frozen window reads
- * the same from its first snapshot on.
+ * A frozen window's figures are final once its end plus commit_lag_ns is
+ * past the clock up to which a reader counts an open wait (its clock
+ * less the margin and the lag).  A disable returns only once the end
+ * plus the lag and the margin is past (region_write.c, disable_settle),
+ * so a reader after it waits for nothing.  One that comes when the end
+ * plus the lag is past but not the margin (within a disabling caller's
+ * last margin, or after a disable by an older libc_db, which ended the
+ * window at its clock less the lag and did not wait) waits out the rest
+ * of the margin, at most the margin, so a frozen window reads the same
+ * from its first snapshot on.  One that comes earlier, while the disable
+ * is still under way, waits for nothing: its figures still grow.
  */
 static uint64_t reader_clock_for(const struct tddb_geometry *geometry, const struct tddb_header_view *view,
 				 uint64_t now)

@@ -6,13 +6,23 @@
  * already written get their old values back (best effort): an error leaves
  * nothing half done.
  */
+#include <time.h>
+
 #include "thread_db_private.h"
 
 #define CONTROL_WRITES_MAX 8
 
+/* A value read only when its write comes (after `rewriting = 1`). */
+enum control_late {
+	CONTROL_VALUE,      /* `value` as planned */
+	CONTROL_END_NOW,    /* the controller's clock, at least `value` */
+	CONTROL_CPU_NOW,    /* the target's CPU clock */
+};
+
 struct control_write {
 	uint32_t field;      /* offset in struct tdstat_control */
-	uint64_t value;
+	enum control_late late;
+	uint64_t value;      /* as written, once plan_run ran */
 	uint64_t old_value;
 };
 
@@ -21,9 +31,15 @@ struct control_plan {
 	int count;
 };
 
+static void plan_add_late(struct control_plan *plan, uint32_t field, enum control_late late, uint64_t value,
+			  uint64_t old_value)
+{
+	plan->writes[plan->count++] = (struct control_write){ field, late, value, old_value };
+}
+
 static void plan_add(struct control_plan *plan, uint32_t field, uint64_t value, uint64_t old_value)
 {
-	plan->writes[plan->count++] = (struct control_write){ field, value, old_value };
+	plan_add_late(plan, field, CONTROL_VALUE, value, old_value);
 }
 
 static ps_err_e control_write_u64(struct td_thragent *agent, uint32_t field, uint64_t value)
@@ -33,13 +49,17 @@ static ps_err_e control_write_u64(struct td_thragent *agent, uint32_t field, uin
 	return ps_pdwrite(agent->ph, (psaddr_t)address, &value, sizeof(value));
 }
 
-static td_err_e plan_run(struct td_thragent *agent, const struct control_plan *plan)
+static td_err_e plan_run(struct td_thragent *agent, struct control_plan *plan)
 {
 	int done;
 
 	for (done = 0; done < plan->count; done++) {
-		const struct control_write *write = &plan->writes[done];
+		struct control_write *write = &plan->writes[done];
 
+		if (write->late == CONTROL_END_NOW)
+			write->value = tddb_max_u64(tddb_monotonic_ns(), write->value);
+		if (write->late == CONTROL_CPU_NOW && tddb_target_cpu_ns(agent, &write->value) != TD_OK)
+			break;
 		if (control_write_u64(agent, write->field, write->value) != PS_OK)
 			break;
 	}
@@ -48,20 +68,6 @@ static td_err_e plan_run(struct td_thragent *agent, const struct control_plan *p
 	while (done-- > 0)
 		control_write_u64(agent, plan->writes[done].field, plan->writes[done].old_value);
 	return TD_DBERR;
-}
-
-/*
- * A window's end: the controller's clock less the region's commit lag.
- * A wait's last commit_lag_ns are not final (a thread may date its
- * wake-up back into them, region.h); readers leave them out until they
- * are, so ending the window that much earlier makes it final, and frozen
- * for every reader, at once.
- */
-static uint64_t window_end_now(const struct td_thragent *agent)
-{
-	uint64_t now = tddb_monotonic_ns();
-
-	return now > agent->geometry.commit_lag_ns ? now - agent->geometry.commit_lag_ns : 0;
 }
 
 /* A new window start: now, but strictly after the old one, since the start
@@ -90,7 +96,7 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
 		if (err != TD_OK)
 			return err;
 	}
-	if (change == TDDB_CONTROL_ENABLE || enabled) {
+	if (change == TDDB_CONTROL_ENABLE || (enabled && change == TDDB_CONTROL_RESET)) {
 		err = tddb_target_cpu_ns(agent, &cpu);
 		if (err != TD_OK)
 			return err;
@@ -111,9 +117,10 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
 		plan_add(plan, FIELD(window_end_ns), TDSTAT_WINDOW_OPEN, old->window_end_ns);
 		break;
 	case TDDB_CONTROL_DISABLE:
-		plan_add(plan, FIELD(cpu_end_ns), cpu, old->cpu_end_ns);
-		plan_add(plan, FIELD(window_end_ns), tddb_max_u64(window_end_now(agent), old->window_start_ns),
-			 old->window_end_ns);
+		/* Both clocks read once `rewriting = 1` is in place
+		 * (disable_settle, below). */
+		plan_add_late(plan, FIELD(cpu_end_ns), CONTROL_CPU_NOW, 0, old->cpu_end_ns);
+		plan_add_late(plan, FIELD(window_end_ns), CONTROL_END_NOW, old->window_start_ns, old->window_end_ns);
 		break;
 	case TDDB_CONTROL_RESET:
 		if (enabled) {
@@ -130,10 +137,48 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
 	return TD_OK;
 }
 
+/*
+ * The end of a window a disable closes: the controller's clock, read once
+ * `rewriting = 1` is in place.  Every figure a reader took from the open
+ * window stops before it: such a reader read the control block before
+ * that store, so its clock (open intervals) and the commits it saw
+ * (closed intervals) precede this clock, however long this controller
+ * was held up before its writes.  An end at the
+ * clock less commit_lag_ns, as this once was, took back what readers had
+ * counted in those last commit_lag_ns (9 ms of every running thread's
+ * time, every interval a thread closed in them, and all of a younger
+ * window: docs/READER.md, "Control writes").
+ *
+ * A wait's last commit_lag_ns before that end are final only
+ * commit_lag_ns later (a thread woken in them may yet date its wake-up
+ * back there, region.h), and readers count a wait only up to their clock
+ * less their margin and the lag.  So the disable returns only once the
+ * end plus both is past: from then on every reader reads the frozen
+ * figures at once, and none waits (region_read.c, reader_clock_for).  A reader that reads
+ * in between sees the window closed and its figures still growing, never
+ * going down.  The wait is the disabling caller's, about 11 ms, and
+ * nobody else's.
+ */
+static void disable_settle(const struct td_thragent *agent, uint64_t end)
+{
+	/* Bounded whatever the region says: a start in the future (and so
+	 * an end there) is an empty window, nothing to settle. */
+	uint64_t settled = tddb_min_u64(end, tddb_monotonic_ns()) + agent->geometry.commit_lag_ns +
+			   tddb_reader_margin(&agent->geometry);
+
+	for (uint64_t now = tddb_monotonic_ns(); now < settled; now = tddb_monotonic_ns()) {
+		uint64_t left = settled - now;
+		struct timespec pause = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+
+		nanosleep(&pause, NULL);
+	}
+}
+
 td_err_e tddb_control_change(struct td_thragent *agent, enum tddb_control_change change)
 {
 	struct tddb_header_view view;
 	struct control_plan plan = { .count = 0 };
+	uint64_t end = 0;
 	td_err_e err;
 
 	pthread_mutex_lock(&agent->control_lock);
@@ -142,7 +187,12 @@ td_err_e tddb_control_change(struct td_thragent *agent, enum tddb_control_change
 		err = plan_change(agent, &view.control, change, &plan);
 	if (err == TD_OK)
 		err = plan_run(agent, &plan);
+	for (int i = 0; err == TD_OK && i < plan.count; i++)
+		if (plan.writes[i].late == CONTROL_END_NOW)
+			end = plan.writes[i].value;
 	pthread_mutex_unlock(&agent->control_lock);
+	if (end != 0)
+		disable_settle(agent, end);
 	return err;
 }
 

@@ -368,6 +368,9 @@ enum tddb_control_change {
 	TDDB_CONTROL_RESET,
 };
 td_err_e tddb_control_change(struct td_thragent *agent, enum tddb_control_change change);
+/* How long before its reads a reader's clock is taken (region_read.c):
+ * a disable waits it out too (region_write.c). */
+uint64_t tddb_reader_margin(const struct tddb_geometry *geometry);
 td_err_e tddb_control_set_concurrency(struct td_thragent *agent, int level);
 
 /* A frozen image or a live process (image.c). */

@@ -158,6 +158,8 @@ ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t address, const void *buff
 	ps_err_e result = PS_OK;
 	unsigned char *target;
 
+	if (ph->before_write)
+		ph->before_write(ph, address, buffer, size);
 	pthread_mutex_lock(&ph->lock);
 	ph->writes++;
 	target = image_range(ph, address, size);

@@ -33,6 +33,9 @@ struct ps_prochandle {
 	 * returns a cut inside the read, again after the first `cut` bytes
 	 * are copied (a change landing in the middle of one read). */
 	size_t (*on_read)(struct ps_prochandle *ph, size_t size, bool mid);
+	/* Run at every write before it lands, without the lock (a test may
+	 * read the target from there, as a reader racing the writer). */
+	void (*before_write)(struct ps_prochandle *ph, psaddr_t address, const void *buffer, size_t size);
 	unsigned long reads, writes;
 	unsigned long read_bytes;   /* what the reads asked for */
 	unsigned int seed;

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -209,11 +210,18 @@ Test(agent_numbers, enable_disable_reset_write_the_documented_fields)
 	cr_assert_eq(control->window_end_ns, TDSTAT_WINDOW_OPEN);
 
 	before = *control;
+	uint64_t asked = fake_monotonic_ns();
 	cr_assert_eq(td_ta_enable_stats(agent, 0), TD_OK);
+	uint64_t returned = fake_monotonic_ns();
 	cr_assert_eq(control->window_start_ns, before.window_start_ns);
 	cr_assert_geq(control->window_end_ns, before.window_start_ns);
 	cr_assert_neq(control->window_end_ns, TDSTAT_WINDOW_OPEN);
 	cr_assert_geq(control->cpu_end_ns, control->cpu_start_ns);
+	/* The window ends at the controller's clock during the call (not
+	 * the lag before it), and the call returns once a wait's last lag
+	 * before that end is final (docs/READER.md, "Control writes"). */
+	cr_assert_geq(control->window_end_ns, asked);
+	cr_assert_geq(returned, control->window_end_ns + TDSTAT_COMMIT_LAG_NS);
 
 	/* Disabled: later reads give the same window; disabling again is a
 	 * no-op. */
@@ -261,6 +269,176 @@ Test(agent_numbers, disable_freezes_averages_not_nthreads)
 	cr_assert_eq(memcmp(&first, &second, sizeof(first)), 0);
 	cr_assert_eq(first.nlwps_num, first.nlwps_den, "one thread tracked throughout: %d/%d", first.nlwps_num,
 		     first.nlwps_den);
+}
+
+/*
+ * Every figure read just before a disable is there after it (CONTRACT.md
+ * §4, "Monotonic"): the process's integrals, each kind's, counted_ns and
+ * each thread's; and the frozen window reads the same from the disable's
+ * return on (§3).  A window that ended at the controller's clock less the
+ * commit lag took back what readers had counted in that lag: 9 ms of the
+ * running thread (readers count it up to their clock less 1 ms), the
+ * interval the third thread closed in it, and all of a window younger
+ * than the lag (region_write.c, disable_settle).
+ */
+#define DISABLE_RECORDS 3u
+
+struct figures {
+	td_ta_stats_ns_t process;
+	td_thr_stats_ns_t threads[DISABLE_RECORDS];
+	bool walked;
+};
+
+static int keep_thread(const td_thr_stats_ns_t *thread, void *context)
+{
+	struct figures *figures = context;
+
+	if (thread->record < DISABLE_RECORDS)
+		figures->threads[thread->record] = *thread;
+	return 0;
+}
+
+/* The process's figures from its kept sums (td_ta_get_stats_ns, once the
+ * records are kept), or record by record with each thread's (walk). */
+static void read_figures(td_thragent_t *reader, bool walk, struct figures *figures)
+{
+	memset(figures, 0, sizeof(*figures));
+	figures->process.size = sizeof(figures->process);
+	figures->walked = walk;
+	if (walk)
+		cr_assert_eq(td_ta_thr_stats_iter(reader, keep_thread, figures, &figures->process), TD_OK);
+	else
+		cr_assert_eq(td_ta_get_stats_ns(reader, &figures->process), TD_OK);
+}
+
+#define EXPECT_NOT_LOWER(field, a, b, what)                                                         \
+	cr_assert_geq((b)->field, (a)->field, "%s: " #field " went down, %" PRIu64 \
+		      " -> %" PRIu64 " ns", what, (uint64_t)(a)->field, (uint64_t)(b)->field)
+
+static void expect_not_lower(const struct figures *before, const struct figures *after, const char *what)
+{
+	const td_ta_stats_ns_t *a = &before->process, *b = &after->process;
+
+	cr_assert_eq(b->window_start_ns, a->window_start_ns, "%s: one window", what);
+	EXPECT_NOT_LOWER(lwps_ns, a, b, what);
+	EXPECT_NOT_LOWER(runnable_ns, a, b, what);
+	EXPECT_NOT_LOWER(idle_ns, a, b, what);
+	EXPECT_NOT_LOWER(running_ns, a, b, what);
+	EXPECT_NOT_LOWER(counted_ns, a, b, what);
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		EXPECT_NOT_LOWER(idle_by_kind_ns[k], a, b, what);
+	for (uint32_t i = 0; before->walked && after->walked && i < DISABLE_RECORDS; i++) {
+		const td_thr_stats_ns_t *t = &before->threads[i], *u = &after->threads[i];
+
+		EXPECT_NOT_LOWER(lwps_ns, t, u, what);
+		EXPECT_NOT_LOWER(runnable_ns, t, u, what);
+		EXPECT_NOT_LOWER(idle_ns, t, u, what);
+		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+			EXPECT_NOT_LOWER(idle_by_kind_ns[k], t, u, what);
+	}
+}
+
+static void expect_same_integrals(const td_ta_stats_ns_t *a, const td_ta_stats_ns_t *b, const char *what)
+{
+	cr_assert_eq(a->window_ns, b->window_ns, "%s: frozen", what);
+	cr_assert_eq(a->counted_ns, b->counted_ns, "%s: frozen", what);
+	cr_assert_eq(a->lwps_ns, b->lwps_ns, "%s: frozen", what);
+	cr_assert_eq(a->runnable_ns, b->runnable_ns, "%s: frozen", what);
+	cr_assert_eq(memcmp(a->idle_by_kind_ns, b->idle_by_kind_ns, sizeof(a->idle_by_kind_ns)), 0, "%s: frozen",
+		     what);
+}
+
+/* An enable `ago_ns` before now (the window's start moved back, so no
+ * test waits), with a thread running and one waiting since before it,
+ * and one that ran until a fifth of it ago (an interval closed inside
+ * the commit lag of the disable) and waits on a condvar since. */
+static uint64_t window_enabled_ago(uint64_t ago_ns)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t long_ago = fake_monotonic_ns() - SECOND, ws;
+
+	cr_assert_eq(td_ta_enable_stats(agent, 1), TD_OK);
+	ws = control->window_start_ns - ago_ns;
+	control->window_start_ns = ws;
+	set_record(0, TDSTAT_STATE_RUNNABLE, 0, long_ago, 0, 0);
+	set_record(1, TDSTAT_STATE_BLOCKED, 0, long_ago, 0, 0);
+	set_record(2, TDSTAT_STATE_BLOCKED, ws, ws + ago_ns - ago_ns / 5, ago_ns - ago_ns / 5, ago_ns - ago_ns / 5);
+	fake_copy(&target, 1)->kind = TDSTAT_WAIT_MUTEX;
+	fake_copy(&target, 2)->kind = TDSTAT_WAIT_COND;
+	return ws;
+}
+
+static void disabling_keeps_the_figures(uint64_t ago_ns, const char *what)
+{
+	struct figures before, after, again;
+
+	for (int walk = 0; walk < 2; walk++) {
+		window_enabled_ago(ago_ns);
+		/* Kept first, so the figures come from the kept sums. */
+		read_figures(agent, walk, &before);
+		read_figures(agent, walk, &before);
+		cr_assert_eq(before.process.enabled, 1);
+		cr_assert_eq(td_ta_enable_stats(agent, 0), TD_OK);
+		read_figures(agent, walk, &after);
+		cr_assert_eq(after.process.enabled, 0);
+		expect_not_lower(&before, &after, what);
+		read_figures(agent, walk, &again);
+		expect_same_integrals(&after.process, &again.process, what);
+	}
+}
+
+BOTH(disabling_keeps_a_long_window_s_figures)
+{
+	disabling_keeps_the_figures(30 * 1000 * 1000, "enabled 30 ms before");
+}
+
+/* Younger than the commit lag: its 4 ms once fell to nothing. */
+BOTH(disabling_keeps_a_short_window_s_figures)
+{
+	disabling_keeps_the_figures(5 * 1000 * 1000, "enabled 5 ms before");
+}
+
+/*
+ * A controller held up between deciding to disable and its first write
+ * (preempted on a loaded machine): a reader that read the open window in
+ * between counted up to its own clock, later than the controller's when
+ * it decided.  The disable reads its clocks (the window's end, the CPU
+ * clock) only once `rewriting` is written (region_write.c), after every
+ * such reader read the open window, so nothing they counted is taken
+ * back.
+ */
+static struct {
+	td_thragent_t *reader;
+	struct figures figures;
+	bool read;
+} held;
+
+static void read_while_the_disable_is_held_up(struct ps_prochandle *ph, psaddr_t address, const void *buffer,
+					      size_t size)
+{
+	(void)ph, (void)address, (void)buffer, (void)size;
+	if (held.read)
+		return;
+	held.read = true;
+	nanosleep(&(struct timespec){ 0, (long)(TDSTAT_COMMIT_LAG_NS + 2 * 1000 * 1000) }, NULL);
+	read_figures(held.reader, true, &held.figures);
+}
+
+BOTH(a_disable_held_up_before_its_writes_keeps_what_was_read_meanwhile)
+{
+	struct figures after;
+
+	cr_assert_eq(td_ta_new(&target, &held.reader), TD_OK);
+	window_enabled_ago(30 * 1000 * 1000);
+	held.read = false;
+	target.before_write = read_while_the_disable_is_held_up;
+	cr_assert_eq(td_ta_enable_stats(agent, 0), TD_OK);
+	target.before_write = NULL;
+	cr_assert(held.read);
+	cr_assert_eq(held.figures.process.enabled, 1, "read before the first write");
+	read_figures(held.reader, true, &after);
+	expect_not_lower(&held.figures, &after, "held-up disable");
+	td_ta_delete(held.reader);
 }
 
 /* A reader meeting writers inside their critical sections retries. */

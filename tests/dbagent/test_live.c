@@ -214,6 +214,45 @@ Test(live, disable_freezes_enable_and_reset_start_windows)
 	session_stop(&s);
 }
 
+/*
+ * Across a disable nothing a reader took from the open window is lost
+ * (CONTRACT.md §4), with the shim's own threads changing state all the
+ * time (a mutex handed around every millisecond): windows of 0 to 33 ms,
+ * some younger than the commit lag.  The window once ended at the
+ * controller's clock less the lag and took back up to 9 ms of each
+ * running thread, and all of a younger window.  (That reads after the
+ * disable give the same values is pinned on the fake target, where no
+ * writer can be preempted in the middle of a change.)
+ */
+Test(live, disable_keeps_what_was_read)
+{
+	struct session s;
+
+	session_start(&s, "mutex", 3, 1, NULL);
+	for (int round = 0; round < 12; round++) {
+		td_ta_stats_ns_t before = { .size = sizeof(before) }, after = { .size = sizeof(after) };
+
+		cr_assert_eq(td_ta_enable_stats(s.ta, 1), TD_OK);
+		tdtest_sleep_ms(3 * round);
+		cr_assert_eq(td_ta_get_stats_ns(s.ta, &before), TD_OK);
+		cr_assert_eq(td_ta_enable_stats(s.ta, 0), TD_OK);
+		cr_assert_eq(td_ta_get_stats_ns(s.ta, &after), TD_OK);
+		cr_assert_eq(after.window_start_ns, before.window_start_ns);
+		cr_assert_eq(after.enabled, 0);
+		cr_assert_geq(after.lwps_ns, before.lwps_ns, "round %d: lwps %llu -> %llu", round,
+			      (unsigned long long)before.lwps_ns, (unsigned long long)after.lwps_ns);
+		cr_assert_geq(after.runnable_ns, before.runnable_ns, "round %d: runnable %llu -> %llu", round,
+			      (unsigned long long)before.runnable_ns, (unsigned long long)after.runnable_ns);
+		cr_assert_geq(after.idle_ns, before.idle_ns, "round %d: idle %llu -> %llu", round,
+			      (unsigned long long)before.idle_ns, (unsigned long long)after.idle_ns);
+		cr_assert_geq(after.counted_ns, before.counted_ns, "round %d", round);
+		cr_assert_geq(after.window_ns, before.window_ns, "round %d", round);
+		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+			cr_assert_geq(after.idle_by_kind_ns[k], before.idle_by_kind_ns[k], "round %d kind %d", round, k);
+	}
+	session_stop(&s);
+}
+
 /* ABI 2.1's wall-clock anchor, written by the shim itself when it starts
  * its first window: the window's start converts to this machine's wall
  * clock (within a second: the test compares with its own reading). */
