@@ -222,9 +222,11 @@ struct tdstat_detail {
  *   disable at T:           cpu_end, then window_end_ns = T
  *   reset at T, enabled:    cpu_start, window_start_ns = T
  *   reset at T, disabled:   window_start_ns = T, window_end_ns = T
- * A disable's T is the controller's clock less commit_lag_ns: the last L
- * of an open wait are not final until L has passed, so the window ends
- * where it is final already, and is frozen for every reader at once.
+ * A disable's T is the controller's clock, read once `rewriting` is set:
+ * after everything a reader of the open window counted.  A wait's last L
+ * (commit_lag_ns) before T are final only L later, so the disable returns
+ * once L and the reader's margin have passed; from then on every reader
+ * reads the frozen figures (docs/READER.md, "Control writes").
  * Gathering is on exactly while window_end_ns == TDSTAT_WINDOW_OPEN.
  * Since minor 1 whoever starts a window (enable, reset, the shim at start
  * and in a fork child) also writes realtime_offset_ns, CLOCK_REALTIME -
