@@ -159,14 +159,24 @@ static td_err_e plan_change(struct td_thragent *agent, const struct tdstat_contr
  * going down.  The wait is the disabling caller's, about 11 ms, and
  * nobody else's.
  */
+/* The longest a disable waits: ten times the shim's commit lag.  A
+ * region that claims a longer lag (up to TDDB_COMMIT_LAG_MAX, a second:
+ * hostile, or another writer) has its figures final somewhat after the
+ * call returns; until then they still grow, never go down.  Without the
+ * bound a hostile region held every disable for a second (the fuzzer's
+ * inputs make up to twelve calls, under a 10 s limit each). */
+#define DISABLE_SETTLE_MAX_NS (10 * TDSTAT_COMMIT_LAG_NS)
+
 static void disable_settle(const struct td_thragent *agent, uint64_t end)
 {
 	/* Bounded whatever the region says: a start in the future (and so
 	 * an end there) is an empty window, nothing to settle. */
-	uint64_t settled = tddb_min_u64(end, tddb_monotonic_ns()) + agent->geometry.commit_lag_ns +
-			   tddb_reader_margin(&agent->geometry);
+	uint64_t now = tddb_monotonic_ns();
+	uint64_t settled = tddb_min_u64(tddb_min_u64(end, now) + agent->geometry.commit_lag_ns +
+						tddb_reader_margin(&agent->geometry),
+					now + DISABLE_SETTLE_MAX_NS);
 
-	for (uint64_t now = tddb_monotonic_ns(); now < settled; now = tddb_monotonic_ns()) {
+	for (; now < settled; now = tddb_monotonic_ns()) {
 		uint64_t left = settled - now;
 		struct timespec pause = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
 
