@@ -1064,6 +1064,75 @@ Test(agent_numbers_marked, a_new_window_during_the_marks_read_is_not_mixed_in)
 }
 
 /*
+ * A snapshot of more than MARKS_AHEAD (8192) records reads their marks in
+ * two reads, and counts the records of the second from a clock taken
+ * just before it, after the header's copies.  A disable that lands
+ * between the two (here while the first marks are read) ends the window
+ * at its clock, before that one: every record of the second read was
+ * counted past the window's end, and after the disable its figures fall.
+ * All served as kept on the word of their marks, the records held still,
+ * but the clock did not: only the header read after that clock shows the
+ * window closed before it (region_read.c, threads_visit's end).
+ */
+#define MANY_MARKED (8192u + 512u)
+
+static bool disable_armed;
+
+static size_t disable_during_the_first_marks(struct ps_prochandle *ph, size_t size, bool mid)
+{
+	if (mid || !disable_armed || size != 8192u * sizeof(uint32_t))
+		return 0;
+	disable_armed = false;
+	/* The controller of another thread, landing inside this read (the
+	 * target's lock is the test's, not the agent's). */
+	pthread_mutex_unlock(&ph->lock);
+	cr_assert_eq(td_ta_enable_stats(agent, 0), TD_OK);
+	pthread_mutex_lock(&ph->lock);
+	return 0;
+}
+
+Test(agent_numbers_marked, a_disable_between_two_marks_reads_takes_nothing_back)
+{
+	td_ta_stats_ns_t kept = { .size = sizeof(kept) }, during = { .size = sizeof(during) };
+	td_ta_stats_ns_t after = { .size = sizeof(after) };
+	struct tdstat_control *control;
+	uint64_t ws;
+
+	td_ta_delete(agent);
+	fake_target_destroy(&target);
+	fake_target_init(&target, MANY_MARKED, 0);
+	fake_target_add_marks(&target);
+	cr_assert_eq(td_ta_new(&target, &agent), TD_OK);
+	control = &fake_header(&target)->control;
+	cr_assert_eq(td_ta_enable_stats(agent, 1), TD_OK);
+	ws = control->window_start_ns - 30 * 1000 * 1000;
+	control->window_start_ns = ws;
+	/* Threads that came and went (closed figures: they do not grow
+	 * with the clock), then 512 running since 10 ms into the window,
+	 * all of them counted from the second marks read. */
+	for (uint32_t i = 0; i < 8192u; i++)
+		set_record(i, TDSTAT_STATE_FREE, ws, ws + 1000, 1000, 1000);
+	for (uint32_t i = 8192u; i < MANY_MARKED; i++)
+		set_record(i, TDSTAT_STATE_RUNNABLE, 0, ws + 10 * 1000 * 1000, 0, 0);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &kept), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &kept), TD_OK);
+	disable_armed = true;
+	target.on_read = disable_during_the_first_marks;
+	cr_assert_eq(td_ta_get_stats_ns(agent, &during), TD_OK);
+	target.on_read = NULL;
+	cr_assert(!disable_armed, "the marks were not read in two");
+	cr_assert_eq(td_ta_get_stats_ns(agent, &after), TD_OK);
+	cr_assert_eq(after.enabled, 0);
+	cr_assert_eq(during.window_start_ns, after.window_start_ns, "one window");
+	cr_assert_geq(after.lwps_ns, during.lwps_ns, "lwps_ns went down across the disable: %" PRIu64 " -> %" PRIu64,
+		      (uint64_t)during.lwps_ns, (uint64_t)after.lwps_ns);
+	cr_assert_geq(after.runnable_ns, during.runnable_ns,
+		      "runnable_ns went down across the disable: %" PRIu64 " -> %" PRIu64,
+		      (uint64_t)during.runnable_ns, (uint64_t)after.runnable_ns);
+	cr_assert_geq(after.counted_ns, during.counted_ns, "counted_ns went down across the disable");
+}
+
+/*
  * A mark left odd is a change under way (or a writer stopped half way):
  * the record itself says how far it got (pending_ns), so it is read at
  * every snapshot until the mark is even again.  Here the first snapshot
