@@ -1119,6 +1119,10 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 
 			ends.open_end = window_end_at(view, chunk_now);
 			ends.reader_now = chunk_now;
+			/* A clock after the header's copies: a disable may have
+			 * ended the window before it, which only a header read
+			 * after it shows, however still the records held. */
+			all_vouched = false;
 		}
 		if (new_marks) {
 			marks_from = base;
@@ -1334,7 +1338,10 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 	 * "Change marks"): the records and the control block are of one
 	 * moment, and reading the header once more after the marks would
 	 * check nothing (a controller that rewrote it since changed no
-	 * record).  Saves one of a sleeping target's four reads. */
+	 * record).  Saves one of a sleeping target's four reads.  Not when
+	 * a chunk was counted up to a clock taken after the header (a
+	 * second marks read, past MARKS_AHEAD records): a disable between
+	 * the two ended the window before that clock. */
 	*checked_after = (led != 0 && !later_reads) || (all_vouched && err == TD_OK && count > 0);
 	*window = window_of(view, reader_now(&image, now),
 			    counted_live ? (uint64_t)(counted_sum / counted_live) : ends.reader_now);
