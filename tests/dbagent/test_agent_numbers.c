@@ -441,6 +441,79 @@ BOTH(a_disable_held_up_before_its_writes_keeps_what_was_read_meanwhile)
 	td_ta_delete(held.reader);
 }
 
+/*
+ * A walk (td_ta_thr_stats_iter) counts each chunk of records up to a
+ * clock taken just before its reads, after the header's copies, and hands
+ * each thread out as it goes: it cannot read again.  A disable that lands
+ * while the first chunk is read ends the window at its clock, before the
+ * next chunk's: every thread there was handed out with time past the
+ * window's end, which the next walk, of the frozen window, takes back.
+ * Three chunks of 256 records (64 KiB of details each); the first walk of
+ * an agent reads them one by one.
+ */
+#define WALK_RECORDS 600u
+
+static bool walk_disable_armed;
+
+static size_t disable_during_the_first_chunk(struct ps_prochandle *ph, size_t size, bool mid)
+{
+	if (mid || !walk_disable_armed || size != 256u * sizeof(struct tdstat_record))
+		return 0;
+	walk_disable_armed = false;
+	/* The controller of another thread, landing inside this read (the
+	 * target's lock is the test's, not the agent's). */
+	pthread_mutex_unlock(&ph->lock);
+	cr_assert_eq(td_ta_enable_stats(held.reader, 0), TD_OK);
+	pthread_mutex_lock(&ph->lock);
+	return 0;
+}
+
+static td_thr_stats_ns_t walked[WALK_RECORDS];
+
+static int keep_walked(const td_thr_stats_ns_t *thread, void *context)
+{
+	(void)context;
+	if (thread->record < WALK_RECORDS)
+		walked[thread->record] = *thread;
+	return 0;
+}
+
+Test(agent_numbers, a_disable_during_a_walk_takes_nothing_back)
+{
+	static td_thr_stats_ns_t during[WALK_RECORDS];
+	td_ta_stats_ns_t process = { .size = sizeof(process) }, after = { .size = sizeof(after) };
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws;
+
+	cr_assert_eq(td_ta_new(&target, &held.reader), TD_OK);
+	cr_assert_eq(td_ta_enable_stats(held.reader, 1), TD_OK);
+	ws = control->window_start_ns - 30 * 1000 * 1000;
+	control->window_start_ns = ws;
+	/* Threads that came and went (closed figures), then running ones
+	 * since 10 ms into the window, in the second and third chunks. */
+	for (uint32_t i = 0; i < 256u; i++)
+		set_record(i, TDSTAT_STATE_FREE, ws, ws + 1000, 1000, 1000);
+	for (uint32_t i = 256u; i < WALK_RECORDS; i++)
+		set_record(i, TDSTAT_STATE_RUNNABLE, 0, ws + 10 * 1000 * 1000, 0, 0);
+	walk_disable_armed = true;
+	target.on_read = disable_during_the_first_chunk;
+	cr_assert_eq(td_ta_thr_stats_iter(agent, keep_walked, NULL, &process), TD_OK);
+	target.on_read = NULL;
+	cr_assert(!walk_disable_armed, "the first chunk was not read alone");
+	memcpy(during, walked, sizeof(during));
+	cr_assert_eq(td_ta_thr_stats_iter(agent, keep_walked, NULL, &after), TD_OK);
+	cr_assert_eq(after.enabled, 0);
+	cr_assert_eq(process.window_start_ns, after.window_start_ns, "one window");
+	for (uint32_t i = 256u; i < WALK_RECORDS; i++)
+		cr_assert_geq(walked[i].lwps_ns, during[i].lwps_ns,
+			      "thread %u: lwps_ns went down across the disable: %" PRIu64 " -> %" PRIu64, i,
+			      (uint64_t)during[i].lwps_ns, (uint64_t)walked[i].lwps_ns);
+	cr_assert_geq(after.lwps_ns, process.lwps_ns, "lwps_ns went down across the disable: %" PRIu64 " -> %" PRIu64,
+		      (uint64_t)process.lwps_ns, (uint64_t)after.lwps_ns);
+	cr_assert_geq(after.runnable_ns, process.runnable_ns, "runnable_ns went down across the disable");
+	td_ta_delete(held.reader);
+}
+
 /* A reader meeting writers inside their critical sections retries. */
 BOTH(torn_records_are_reread)
 {
