@@ -978,6 +978,33 @@ static enum marks_say marks_plan(const struct tddb_record_cache *cache, uint32_t
 	return MARKS_SPAN;
 }
 
+/*
+ * A clock taken after the header's copies, to count the records read
+ * after it, or `before` (a clock that was good for the view) when the
+ * control block changed since the view was read.  Only for a walk that
+ * cannot read again (`walk`: its visitor saw the records before this
+ * one): a disable that landed after the header's copies ended the window
+ * at its own clock, maybe before this one (region_write.c), and what a
+ * walk counts past that end the next reader takes back.  The clock is
+ * taken first: a control block unchanged after it was still unchanged
+ * when it was taken, so any controller's end comes later.  Other reads
+ * check the header after all their records (tddb_snapshot_visit).
+ */
+static uint64_t later_clock(const struct td_thragent *agent, const struct tddb_header_view *view, uint64_t before,
+			    bool walk, td_err_e *err)
+{
+	uint64_t later = tddb_max_u64(before, reader_clock(&agent->geometry));
+	unsigned char again[TDDB_HEADER_MAX];
+
+	if (!walk)
+		return later;
+	*err = header_copy(agent, again);
+	if (*err == TD_OK && memcmp(again + agent->geometry.layout.control_offset, &view->control,
+				    sizeof(view->control)) == 0)
+		return later;
+	return before;
+}
+
 /* tddb_threads_visit; *checked_after: the header was read after every
  * record (so the control block held still across all of them).  With
  * `whole_into` (the process sums only: `visitor` is add_thread on it), a
@@ -988,7 +1015,7 @@ static enum marks_say marks_plan(const struct tddb_record_cache *cache, uint32_t
  * are visited with them. */
 static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb_thread_visitor *visitor,
 			      void *context, struct tddb_header_view *view, struct tddb_window *window,
-			      bool *checked_after, struct process_sums *whole_into)
+			      bool *checked_after, struct process_sums *whole_into, bool walk)
 {
 	unsigned __int128 *kinds = whole_into && detail ? whole_into->idle : NULL;
 	const struct tddb_geometry *geometry = &agent->geometry;
@@ -1115,7 +1142,7 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 		 * clock taken before they were read (a record as kept was
 		 * "read" then). */
 		if (base > 0 && !image.frozen && !from_lead && (!use_marks || new_marks)) {
-			uint64_t chunk_now = tddb_max_u64(now, reader_clock(geometry));
+			uint64_t chunk_now = later_clock(agent, view, tddb_max_u64(now, ends.reader_now), walk, &err);
 
 			ends.open_end = window_end_at(view, chunk_now);
 			ends.reader_now = chunk_now;
@@ -1265,12 +1292,13 @@ static td_err_e threads_visit(const struct td_thragent *agent, bool detail, tddb
 				if (!chunk_stable && !as_kept && (sparse || !record_stable(geometry, a, b))) {
 					/* Read again, so counted up to a clock before that. */
 					if (!image.frozen) {
-						uint64_t reread_now = tddb_max_u64(ends.reader_now, reader_clock(geometry));
+						uint64_t reread_now = later_clock(agent, view, ends.reader_now, walk, &err);
 
 						record_ends.open_end = window_end_at(view, reread_now);
 						record_ends.reader_now = reread_now;
 					}
-					err = record_reread(agent, base + i, a, b, d, deadline);
+					if (err == TD_OK)
+						err = record_reread(agent, base + i, a, b, d, deadline);
 					later_reads = true;
 					ends.read_end = window_end_at(view, reader_now(&image, now));
 					record_ends.read_end = ends.read_end;
@@ -1353,7 +1381,7 @@ td_err_e tddb_threads_visit(const struct td_thragent *agent, bool detail, tddb_t
 {
 	bool checked_after;
 
-	return threads_visit(agent, detail, visitor, context, view, window, &checked_after, NULL);
+	return threads_visit(agent, detail, visitor, context, view, window, &checked_after, NULL, true);
 }
 
 
@@ -1407,7 +1435,7 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 
 		/* The process sums alone may take a chunk's kinds whole. */
 		err = threads_visit(agent, detail, add_thread, &sums, &view, &window, &checked_after,
-				    visitor ? NULL : &sums);
+				    visitor ? NULL : &sums, visitor != NULL);
 		/* A caller's visitor saw every record once: the walk cannot be
 		 * taken back, and the sums agree with what it saw.  A walk
 		 * whose header was read again after its records is checked
