@@ -399,6 +399,32 @@ BOTH(disabling_keeps_a_short_window_s_figures)
 }
 
 /*
+ * A disable of a window another controller has just closed (its disable
+ * still waiting out the commit lag) changes nothing, but it returns too:
+ * from then on the caller may read, and §3 says later reads give the
+ * same values.  It must wait for that window's figures to be final as
+ * the first disable does.  The other controller is the test writing the
+ * fields as region_write.c does (an agent of another process, say).
+ */
+BOTH(a_second_disable_returns_once_the_window_is_final)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	struct figures first, again;
+
+	window_enabled_ago(30 * 1000 * 1000);
+	read_figures(agent, false, &first);
+	control->cpu_end_ns = control->cpu_start_ns;
+	control->window_end_ns = fake_monotonic_ns();
+	control->generation++;
+	cr_assert_eq(td_ta_enable_stats(agent, 0), TD_OK);
+	read_figures(agent, false, &first);
+	cr_assert_eq(first.process.enabled, 0);
+	nanosleep(&(struct timespec){ 0, (long)(3 * TDSTAT_COMMIT_LAG_NS) }, NULL);
+	read_figures(agent, false, &again);
+	expect_same_integrals(&first.process, &again.process, "after a second disable");
+}
+
+/*
  * A controller held up between deciding to disable and its first write
  * (preempted on a loaded machine): a reader that read the open window in
  * between counted up to its own clock, later than the controller's when
