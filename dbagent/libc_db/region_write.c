@@ -200,6 +200,12 @@ td_err_e tddb_control_change(struct td_thragent *agent, enum tddb_control_change
 	for (int i = 0; err == TD_OK && i < plan.count; i++)
 		if (plan.writes[i].late == CONTROL_END_NOW)
 			end = plan.writes[i].value;
+	/* Off already, maybe by another controller a moment ago whose own
+	 * disable is still waiting: this caller, too, may read the frozen
+	 * figures as soon as the call returns (an empty window has none). */
+	if (err == TD_OK && change == TDDB_CONTROL_DISABLE && plan.count == 0 &&
+	    view.control.window_end_ns > view.control.window_start_ns)
+		end = view.control.window_end_ns;
 	pthread_mutex_unlock(&agent->control_lock);
 	if (end != 0)
 		disable_settle(agent, end);
