@@ -540,6 +540,51 @@ Test(agent_numbers, a_disable_during_a_walk_takes_nothing_back)
 	td_ta_delete(held.reader);
 }
 
+/*
+ * The process begins to exit (status.exit_ns, the shim's clock) while a
+ * snapshot reads its first chunk, and the reader is then held up (a
+ * loaded machine): the later chunks are counted up to a clock past
+ * exit_ns, though the next snapshot ends every thread there.  Only the
+ * control block was checked after the records, not exit_ns.
+ */
+static bool exit_armed;
+
+static size_t exit_during_the_first_chunk(struct ps_prochandle *ph, size_t size, bool mid)
+{
+	if (mid || !exit_armed || size != 256u * sizeof(struct tdstat_record))
+		return 0;
+	exit_armed = false;
+	fake_header(ph)->status.exit_ns = fake_monotonic_ns();
+	nanosleep(&(struct timespec){ 0, 5 * 1000 * 1000 }, NULL);
+	return 0;
+}
+
+Test(agent_numbers, an_exit_during_a_snapshot_takes_nothing_back)
+{
+	td_ta_stats_ns_t during = { .size = sizeof(during) }, after = { .size = sizeof(after) };
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws;
+
+	cr_assert_eq(td_ta_enable_stats(agent, 1), TD_OK);
+	ws = control->window_start_ns - 30 * 1000 * 1000;
+	control->window_start_ns = ws;
+	for (uint32_t i = 0; i < 256u; i++)
+		set_record(i, TDSTAT_STATE_FREE, ws, ws + 1000, 1000, 1000);
+	for (uint32_t i = 256u; i < WALK_RECORDS; i++)
+		set_record(i, TDSTAT_STATE_RUNNABLE, 0, ws + 10 * 1000 * 1000, 0, 0);
+	exit_armed = true;
+	target.on_read = exit_during_the_first_chunk;
+	cr_assert_eq(td_ta_get_stats_ns(agent, &during), TD_OK);
+	target.on_read = NULL;
+	cr_assert(!exit_armed, "the first chunk was not read alone");
+	cr_assert_eq(td_ta_get_stats_ns(agent, &after), TD_OK);
+	cr_assert_eq(during.window_start_ns, after.window_start_ns, "one window");
+	cr_assert_geq(after.lwps_ns, during.lwps_ns, "lwps_ns went down across the exit: %" PRIu64 " -> %" PRIu64,
+		      (uint64_t)during.lwps_ns, (uint64_t)after.lwps_ns);
+	cr_assert_geq(after.runnable_ns, during.runnable_ns, "runnable_ns went down across the exit");
+	cr_assert_geq(after.counted_ns, during.counted_ns, "counted_ns went down across the exit");
+}
+
 /* A reader meeting writers inside their critical sections retries. */
 BOTH(torn_records_are_reread)
 {
