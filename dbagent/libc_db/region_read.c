@@ -979,6 +979,22 @@ static enum marks_say marks_plan(const struct tddb_record_cache *cache, uint32_t
 }
 
 /*
+ * A copy of the header read after `view` still says what the records'
+ * ends come from: the control block (byte for byte, its generation and
+ * `rewriting` included) and exit_ns, which ends every open interval
+ * (window_end_at) once the process began to exit.
+ */
+static bool header_holds(const struct td_thragent *agent, const unsigned char *copy,
+			 const struct tddb_header_view *view)
+{
+	const struct tdstat_layout *layout = &agent->geometry.layout;
+
+	return memcmp(copy + layout->control_offset, &view->control, sizeof(view->control)) == 0 &&
+	       u64_at(copy, layout->status_offset + (uint32_t)offsetof(struct tdstat_status, exit_ns)) ==
+		       view->status.exit_ns;
+}
+
+/*
  * A clock taken after the header's copies, to count the records read
  * after it, or `before` (a clock that was good for the view) when the
  * control block changed since the view was read.  Only for a walk that
@@ -999,8 +1015,7 @@ static uint64_t later_clock(const struct td_thragent *agent, const struct tddb_h
 	if (!walk)
 		return later;
 	*err = header_copy(agent, again);
-	if (*err == TD_OK && memcmp(again + agent->geometry.layout.control_offset, &view->control,
-				    sizeof(view->control)) == 0)
+	if (*err == TD_OK && header_holds(agent, again, view))
 		return later;
 	return before;
 }
@@ -1444,15 +1459,16 @@ td_err_e tddb_snapshot_visit(const struct td_thragent *agent, bool detail, tddb_
 			break;
 		/* One copy is enough here: bytes equal to the stable block
 		 * read before the records (its generation and `rewriting`
-		 * included) say no controller changed it since. */
+		 * included) say no controller changed it since; and an exit
+		 * begun since (exit_ns) ends the threads before the clocks
+		 * the later chunks were counted to (header_holds). */
 		err = header_copy(agent, after);
 		if (err != TD_OK)
 			return err;
 		/* Controllers that never stop rewriting it (a storm of
 		 * resets) get the last read: readers always make progress,
 		 * and each such snapshot is of a window of its own anyway. */
-		if (memcmp(after + agent->geometry.layout.control_offset, &view.control, sizeof(view.control)) == 0 ||
-		    attempt == CONTROL_COPIES_MAX / 8)
+		if (header_holds(agent, after, &view) || attempt == CONTROL_COPIES_MAX / 8)
 			break;
 	}
 	if (err != TD_OK)
