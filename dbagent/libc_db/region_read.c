@@ -997,7 +997,7 @@ static bool header_holds(const struct td_thragent *agent, const unsigned char *c
 /*
  * A clock taken after the header's copies, to count the records read
  * after it, or `before` (a clock that was good for the view) when the
- * control block changed since the view was read.  Only for a walk that
+ * control block or exit_ns changed since the view was read (header_holds).  Only for a walk that
  * cannot read again (`walk`: its visitor saw the records before this
  * one): a disable that landed after the header's copies ended the window
  * at its own clock, maybe before this one (region_write.c), and what a
