@@ -504,23 +504,32 @@ static int keep_walked(const td_thr_stats_ns_t *thread, void *context)
 	return 0;
 }
 
+/*
+ * A window begun 30 ms ago: records [0, ended) are threads that came and
+ * went (closed figures, which do not grow with the clock), records
+ * [ended, count) threads running since 10 ms into it.  Returns its start.
+ */
+static uint64_t ended_then_running(uint32_t ended, uint32_t count)
+{
+	struct tdstat_control *control = &fake_header(&target)->control;
+	uint64_t ws = control->window_start_ns - 30 * 1000 * 1000;
+
+	control->window_start_ns = ws;
+	for (uint32_t i = 0; i < ended; i++)
+		set_record(i, TDSTAT_STATE_FREE, ws, ws + 1000, 1000, 1000);
+	for (uint32_t i = ended; i < count; i++)
+		set_record(i, TDSTAT_STATE_RUNNABLE, 0, ws + 10 * 1000 * 1000, 0, 0);
+	return ws;
+}
+
 Test(agent_numbers, a_disable_during_a_walk_takes_nothing_back)
 {
 	static td_thr_stats_ns_t during[WALK_RECORDS];
 	td_ta_stats_ns_t process = { .size = sizeof(process) }, after = { .size = sizeof(after) };
-	struct tdstat_control *control = &fake_header(&target)->control;
-	uint64_t ws;
-
 	cr_assert_eq(td_ta_new(&target, &held.reader), TD_OK);
 	cr_assert_eq(td_ta_enable_stats(held.reader, 1), TD_OK);
-	ws = control->window_start_ns - 30 * 1000 * 1000;
-	control->window_start_ns = ws;
-	/* Threads that came and went (closed figures), then running ones
-	 * since 10 ms into the window, in the second and third chunks. */
-	for (uint32_t i = 0; i < 256u; i++)
-		set_record(i, TDSTAT_STATE_FREE, ws, ws + 1000, 1000, 1000);
-	for (uint32_t i = 256u; i < WALK_RECORDS; i++)
-		set_record(i, TDSTAT_STATE_RUNNABLE, 0, ws + 10 * 1000 * 1000, 0, 0);
+	/* The running ones in the second and third chunks. */
+	ended_then_running(256u, WALK_RECORDS);
 	walk_disable_armed = true;
 	target.on_read = disable_during_the_first_chunk;
 	cr_assert_eq(td_ta_thr_stats_iter(agent, keep_walked, NULL, &process), TD_OK);
@@ -562,16 +571,9 @@ static size_t exit_during_the_first_chunk(struct ps_prochandle *ph, size_t size,
 Test(agent_numbers, an_exit_during_a_snapshot_takes_nothing_back)
 {
 	td_ta_stats_ns_t during = { .size = sizeof(during) }, after = { .size = sizeof(after) };
-	struct tdstat_control *control = &fake_header(&target)->control;
-	uint64_t ws;
 
 	cr_assert_eq(td_ta_enable_stats(agent, 1), TD_OK);
-	ws = control->window_start_ns - 30 * 1000 * 1000;
-	control->window_start_ns = ws;
-	for (uint32_t i = 0; i < 256u; i++)
-		set_record(i, TDSTAT_STATE_FREE, ws, ws + 1000, 1000, 1000);
-	for (uint32_t i = 256u; i < WALK_RECORDS; i++)
-		set_record(i, TDSTAT_STATE_RUNNABLE, 0, ws + 10 * 1000 * 1000, 0, 0);
+	ended_then_running(256u, WALK_RECORDS);
 	exit_armed = true;
 	target.on_read = exit_during_the_first_chunk;
 	cr_assert_eq(td_ta_get_stats_ns(agent, &during), TD_OK);
@@ -1239,25 +1241,15 @@ Test(agent_numbers_marked, a_disable_between_two_marks_reads_takes_nothing_back)
 {
 	td_ta_stats_ns_t kept = { .size = sizeof(kept) }, during = { .size = sizeof(during) };
 	td_ta_stats_ns_t after = { .size = sizeof(after) };
-	struct tdstat_control *control;
-	uint64_t ws;
 
 	td_ta_delete(agent);
 	fake_target_destroy(&target);
 	fake_target_init(&target, MANY_MARKED, 0);
 	fake_target_add_marks(&target);
 	cr_assert_eq(td_ta_new(&target, &agent), TD_OK);
-	control = &fake_header(&target)->control;
 	cr_assert_eq(td_ta_enable_stats(agent, 1), TD_OK);
-	ws = control->window_start_ns - 30 * 1000 * 1000;
-	control->window_start_ns = ws;
-	/* Threads that came and went (closed figures: they do not grow
-	 * with the clock), then 512 running since 10 ms into the window,
-	 * all of them counted from the second marks read. */
-	for (uint32_t i = 0; i < 8192u; i++)
-		set_record(i, TDSTAT_STATE_FREE, ws, ws + 1000, 1000, 1000);
-	for (uint32_t i = 8192u; i < MANY_MARKED; i++)
-		set_record(i, TDSTAT_STATE_RUNNABLE, 0, ws + 10 * 1000 * 1000, 0, 0);
+	/* 512 running, all of them counted from the second marks read. */
+	ended_then_running(8192u, MANY_MARKED);
 	cr_assert_eq(td_ta_get_stats_ns(agent, &kept), TD_OK);
 	cr_assert_eq(td_ta_get_stats_ns(agent, &kept), TD_OK);
 	disable_armed = true;
