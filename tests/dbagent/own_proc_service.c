@@ -103,7 +103,12 @@ ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t address, void *buffer, siz
 
 	if (ph->fail_reads)
 		return PS_ERR;
-	return process_vm_readv(ph->pid, &local, 1, &remote, 1, 0) == (ssize_t)size ? PS_OK : PS_ERR;
+	if (process_vm_readv(ph->pid, &local, 1, &remote, 1, 0) != (ssize_t)size)
+		return PS_ERR;
+	ph->reads++;
+	if (ph->after_read)
+		ph->after_read(ph);
+	return PS_OK;
 }
 
 ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t address, const void *buffer, size_t size)
