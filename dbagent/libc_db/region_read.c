@@ -248,6 +248,17 @@ td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_vi
 	return err != TD_OK ? err : TD_DBERR;
 }
 
+/* (stats.c: a CPU reading taken after a snapshot's reads.)  Any
+ * controller's first write, `rewriting = 1`, changes the bytes. */
+td_err_e tddb_control_held(const struct td_thragent *agent, const struct tdstat_control *control, bool *held)
+{
+	unsigned char copy[TDDB_HEADER_MAX];
+	td_err_e err = header_copy(agent, copy);
+
+	*held = err == TD_OK && memcmp(copy + agent->geometry.layout.control_offset, control, sizeof(*control)) == 0;
+	return err;
+}
+
 static uint32_t u32_at(const unsigned char *bytes, uint32_t offset)
 {
 	uint32_t value;

@@ -102,23 +102,111 @@ static uint32_t kernel_thread_count(struct td_thragent *agent, pid_t pid)
 }
 
 /*
- * The process CPU time at a snapshot, for a live target with gathering
- * on (docs/READER.md "The process CPU clock").  The kernel's process CPU
- * clock is the only exact total of another process, and it sums every
- * thread to answer (about 33 ns a thread here: 330 us at 10,000).  It
- * can only have grown since an earlier reading if some thread ran since,
- * and the region proves that none of its threads did when, between the
- * two snapshots, no record changed (same seq sum over the same records),
- * none is RUNNABLE, every one blocked at least commit_lag_ns before the
- * earlier reading (its way into the sleep was over by then), no thread
- * overflowed the records, and the kernel counts exactly as many threads
- * as the region has live records (no thread the shim does not track).
- * Then the earlier reading is the answer, and the kernel is not asked.
+ * Whether the agent's last reading of the process CPU clock still holds
+ * at a snapshot, for a live target with gathering on (docs/READER.md
+ * "The process CPU clock").  The kernel's process CPU clock is the only
+ * exact total of another process, and it sums every thread to answer
+ * (about 33 ns a thread: 330 us at 10,000).  It can only have grown
+ * since an earlier reading if some thread ran since, and the region
+ * proves that none of its threads did when, between the snapshot of the
+ * reading and this one, no record changed (same seq sum over the same
+ * records), none is RUNNABLE, every one blocked at least commit_lag_ns
+ * before the reading (its way into the sleep was over by then), no
+ * thread overflowed the records, and the kernel counts exactly as many
+ * threads as the region has live records (no thread the shim does not
+ * track).  The reading may come before its snapshot's reads
+ * (tddb_cpu_ahead): a thread that ran between the two changed its
+ * record, or blocked after the reading, which the snapshot shows.
+ * *cpu_ns: the last reading.
  */
-static td_err_e snapshot_cpu_ns(struct td_thragent *agent, const struct tddb_snapshot *snapshot, uint64_t *cpu_ns)
+static bool last_reading_holds(struct td_thragent *agent, const struct tddb_snapshot *snapshot, pid_t pid,
+			       uint64_t *cpu_ns)
+{
+	const struct tddb_cpu_reading *last = &agent->cpu;
+	bool holds;
+
+	pthread_mutex_lock(&agent->control_lock);
+	/* With the agent's timer armed a read is one load in the kernel,
+	 * cheaper than the thread count the reuse needs. */
+	holds = !agent->cpu_timer.armed && last->valid && last->window_start_ns == snapshot->control.window_start_ns &&
+		last->cpu_start_ns == snapshot->control.cpu_start_ns && last->generation == snapshot->control.generation &&
+		last->seq_sum == snapshot->seq_sum && last->visited == snapshot->visited && last->live == snapshot->live &&
+		snapshot->runnable_live == 0 && snapshot->overflow_live == 0 &&
+		snapshot->latest_since_ns <= last->taken_ns - tddb_min_u64(agent->geometry.commit_lag_ns, last->taken_ns);
+	*cpu_ns = last->cpu_ns;
+	pthread_mutex_unlock(&agent->control_lock);
+	/* The thread count last: it costs a system call, the rest nothing. */
+	return holds && pid > 0 && kernel_thread_count(agent, pid) == snapshot->live;
+}
+
+/*
+ * A snapshot's last check of the control block came before a reading of
+ * the CPU clock taken after its reads: a disable that landed in between
+ * froze the window's CPU time at a reading of its own, earlier than this
+ * one, and every later snapshot of the window reports that.  One copy of
+ * the header says whether the control block held since (any
+ * controller's first write, `rewriting = 1`, changes it): then every
+ * controller to come reads its clock after this reading.  If it did not,
+ * the header once a controller is done with it: the snapshot's window,
+ * closed, caps the reading at its frozen end.  (A window begun since has
+ * no later snapshot to agree with: each figure grows within a window.)
+ */
+static td_err_e cpu_checked_after(const struct td_thragent *agent, const struct tddb_snapshot *snapshot,
+				  uint64_t *cpu_ns)
+{
+	struct tddb_header_view view;
+	bool held;
+	td_err_e err = tddb_control_held(agent, &snapshot->control, &held);
+
+	if (err != TD_OK || held)
+		return err;
+	err = tddb_read_header(agent, &view);
+	if (err != TD_OK)
+		return err;
+	if (view.control.window_start_ns == snapshot->control.window_start_ns &&
+	    view.control.window_end_ns != TDSTAT_WINDOW_OPEN)
+		*cpu_ns = tddb_min_u64(*cpu_ns, tddb_max_u64(view.control.cpu_end_ns, snapshot->control.cpu_start_ns));
+	return TD_OK;
+}
+
+/*
+ * Called before a snapshot's reads.  A reading taken now precedes the
+ * snapshot's last check of the control block, so a disable the snapshot
+ * does not see reads the clock later: the CPU time it freezes is at
+ * least this (docs/CONTRACT.md §4, "Monotonic").  Taken when the last
+ * snapshot needed a new reading (a busy target, or a large one with the
+ * timer armed): the snapshot then reads nothing more.  Not taken when
+ * the last reading held (a sleeping target) or gathering was off: a
+ * snapshot that needs a reading after all reads the header once more
+ * (cpu_checked_after).  A wrong guess costs that read, or a reading
+ * not used.
+ */
+void tddb_cpu_ahead(struct td_thragent *agent, struct tddb_cpu_ahead *ahead)
+{
+	struct tddb_image image;
+	bool spared;
+
+	ahead->taken = false;
+	tddb_image_query(agent, &image);
+	if (image.frozen)
+		return;
+	pthread_mutex_lock(&agent->control_lock);
+	spared = agent->cpu_spared;
+	pthread_mutex_unlock(&agent->control_lock);
+	if (spared)
+		return;
+	ahead->taken_ns = tddb_monotonic_ns();
+	/* A failure is the later reading's to report, if one is needed. */
+	ahead->taken = tddb_target_cpu_ns(agent, &ahead->cpu_ns) == TD_OK;
+}
+
+/* The process CPU time at a snapshot, for a live target with gathering
+ * on: the reading taken before it, the last one if it still holds, or a
+ * new one. */
+static td_err_e snapshot_cpu_ns(struct td_thragent *agent, const struct tddb_snapshot *snapshot,
+				const struct tddb_cpu_ahead *ahead, uint64_t *cpu_ns)
 {
 	pid_t pid = ps_getpid(agent->ph);
-	const struct tddb_cpu_reading *last = &agent->cpu;
 	struct tddb_cpu_reading now = {
 		.valid = true,
 		.window_start_ns = snapshot->control.window_start_ns,
@@ -128,43 +216,44 @@ static td_err_e snapshot_cpu_ns(struct td_thragent *agent, const struct tddb_sna
 		.visited = snapshot->visited,
 		.live = snapshot->live,
 	};
-	bool reuse = false;
+	/* One below the window's CPU start was taken before a controller
+	 * began the window: not this window's. */
+	bool early = ahead->taken && ahead->cpu_ns >= snapshot->control.cpu_start_ns;
+	bool holds = last_reading_holds(agent, snapshot, pid, cpu_ns);
 	td_err_e err;
 
+	/* What the next snapshot may expect: the target sleeps on (and
+	 * needs no reading), or not. */
 	pthread_mutex_lock(&agent->control_lock);
-	/* With the agent's timer armed a read is one load in the kernel,
-	 * cheaper than the thread count the reuse needs. */
-	if (!agent->cpu_timer.armed && last->valid && last->window_start_ns == now.window_start_ns && last->cpu_start_ns == now.cpu_start_ns &&
-	    last->generation == now.generation && last->seq_sum == now.seq_sum && last->visited == now.visited &&
-	    last->live == now.live && snapshot->runnable_live == 0 && snapshot->overflow_live == 0 &&
-	    snapshot->latest_since_ns <= last->taken_ns - tddb_min_u64(agent->geometry.commit_lag_ns, last->taken_ns)) {
-		reuse = true;
-		*cpu_ns = last->cpu_ns;
-	}
+	agent->cpu_spared = holds;
 	pthread_mutex_unlock(&agent->control_lock);
-	/* The thread count last: it costs a system call, the rest nothing. */
-	if (reuse && pid > 0 && kernel_thread_count(agent, pid) == snapshot->live)
+	if (holds && !early)
 		return TD_OK;
 
 	/* A large target whose clock must be read: from now on the kernel
 	 * keeps its total (arming costs one walk, as a read does). */
-	if (pid > 0 && (uint64_t)snapshot->live + snapshot->overflow_live >= TDDB_CPU_TIMER_THREADS) {
+	if (!holds && pid > 0 && (uint64_t)snapshot->live + snapshot->overflow_live >= TDDB_CPU_TIMER_THREADS) {
 		pthread_mutex_lock(&agent->control_lock);
 		if (!agent->cpu_timer.tried)
 			cpu_timer_arm(agent, pid);
 		pthread_mutex_unlock(&agent->control_lock);
 	}
-	now.taken_ns = tddb_monotonic_ns();
-	err = tddb_target_cpu_ns(agent, &now.cpu_ns);
-	if (err != TD_OK)
-		return err;
+	if (early) {
+		now.taken_ns = ahead->taken_ns;
+		now.cpu_ns = ahead->cpu_ns;
+	} else {
+		now.taken_ns = tddb_monotonic_ns();
+		err = tddb_target_cpu_ns(agent, &now.cpu_ns);
+		if (err != TD_OK)
+			return err;
+	}
 	*cpu_ns = now.cpu_ns;
 	pthread_mutex_lock(&agent->control_lock);
 	/* Keep the latest reading (calls may race; any one is right). */
 	if (!agent->cpu.valid || agent->cpu.taken_ns <= now.taken_ns)
 		agent->cpu = now;
 	pthread_mutex_unlock(&agent->control_lock);
-	return TD_OK;
+	return early ? TD_OK : cpu_checked_after(agent, snapshot, cpu_ns);
 }
 
 static int32_t saturate_int(uint64_t value)
@@ -175,16 +264,18 @@ static int32_t saturate_int(uint64_t value)
 td_err_e tddb_stats_ns(struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats)
 {
 	struct tddb_snapshot snapshot;
+	struct tddb_cpu_ahead ahead;
 	td_err_e err;
 
+	tddb_cpu_ahead(agent, &ahead);
 	err = tddb_snapshot(agent, kinds, &snapshot);
 	if (err != TD_OK)
 		return err;
-	return tddb_stats_from_snapshot(agent, &snapshot, stats);
+	return tddb_stats_from_snapshot(agent, &snapshot, &ahead, stats);
 }
 
 td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_snapshot *snapshot_in,
-				  td_ta_stats_ns_t *stats)
+				  const struct tddb_cpu_ahead *ahead, td_ta_stats_ns_t *stats)
 {
 	const struct tddb_snapshot snapshot = *snapshot_in;
 	struct tddb_image image;
@@ -194,11 +285,15 @@ td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_s
 	tddb_image_query(agent, &image);
 	if (!snapshot.enabled) {
 		cpu_end = snapshot.control.cpu_end_ns;
+		/* No reading needed, nor, most likely, by the next snapshot. */
+		pthread_mutex_lock(&agent->control_lock);
+		agent->cpu_spared = true;
+		pthread_mutex_unlock(&agent->control_lock);
 	} else if (image.frozen) {
 		/* A core: its own notes, if it has them (ps_image.h). */
 		cpu_end = image.cpu_known ? image.cpu_ns : 0;
 	} else {
-		err = snapshot_cpu_ns(agent, &snapshot, &cpu_end);
+		err = snapshot_cpu_ns(agent, &snapshot, ahead, &cpu_end);
 		if (err != TD_OK)
 			return err;
 	}

@@ -57,6 +57,7 @@ TDDB_EXPORT td_err_e td_ta_thr_stats_iter(const td_thragent_t *ta, td_thr_stats_
 					  td_ta_stats_ns_t *statsp)
 {
 	struct caller caller = { .callback = cb, .data = cbdata };
+	struct tddb_cpu_ahead ahead = { .taken = false };
 	struct tddb_snapshot snapshot;
 	struct td_thragent *agent;
 	td_ta_stats_ns_t stats;
@@ -65,12 +66,17 @@ TDDB_EXPORT td_err_e td_ta_thr_stats_iter(const td_thragent_t *ta, td_thr_stats_
 	err = tddb_agent_enter(ta, &agent);
 	if (err != TD_OK)
 		return err;
-	if (!cb || (statsp && statsp->size < TDDB_STATS_NS_FIRST_SIZE))
+	if (!cb || (statsp && statsp->size < TDDB_STATS_NS_FIRST_SIZE)) {
 		err = TD_ERR;
-	else
+	} else {
+		/* Before the walk, whose last check of the control block is
+		 * as long before its end as the walk takes. */
+		if (statsp)
+			tddb_cpu_ahead(agent, &ahead);
 		err = tddb_snapshot_visit(agent, true, hand_out, &caller, &snapshot);
+	}
 	if (err == TD_OK && statsp)
-		err = tddb_stats_from_snapshot(agent, &snapshot, &stats);
+		err = tddb_stats_from_snapshot(agent, &snapshot, &ahead, &stats);
 	tddb_agent_leave(agent);
 	if (err != TD_OK)
 		return err;

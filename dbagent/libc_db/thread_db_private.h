@@ -86,6 +86,18 @@ struct tddb_cpu_reading {
 };
 
 /*
+ * The target's CPU clock read before a snapshot's reads (stats.c), when
+ * the agent expects to need it: a controller that disables gathering
+ * after the snapshot's last check of the control block then reads it
+ * later, so the window it freezes holds at least this much.
+ */
+struct tddb_cpu_ahead {
+	bool taken;
+	uint64_t taken_ns;         /* CLOCK_MONOTONIC just before the reading */
+	uint64_t cpu_ns;
+};
+
+/*
  * The records as the last snapshot found them consistent (region_read.c):
  * a record whose first copy is byte for byte its cached image needs no
  * second copy, and its cached detail no new read.  `lock` is only ever
@@ -172,9 +184,9 @@ struct tddb_cpu_timer {
 
 /*
  * The agent.  Immutable after td_ta_new except `users`, `deleted` and
- * `registry_next` (registry lock), `cpu` and `cpu_timer` (control_lock)
- * and the control block in the target (control_lock serializes this
- * agent's writes to it).
+ * `registry_next` (registry lock), `cpu`, `cpu_spared` and `cpu_timer`
+ * (control_lock) and the control block in the target (control_lock
+ * serializes this agent's writes to it).
  */
 struct td_thragent {
 	struct td_thragent *registry_next;
@@ -186,6 +198,11 @@ struct td_thragent {
 	unsigned char identity[TDDB_IDENTITY_SIZE];
 	pthread_mutex_t control_lock;
 	struct tddb_cpu_reading cpu;
+	/* The last snapshot needed no new reading of the CPU clock (the
+	 * last one still held, or gathering was off): the next one does not
+	 * read it before its reads (stats.c).  A hint: a wrong one costs a
+	 * read of the header. */
+	bool cpu_spared;
 	struct tddb_cpu_timer cpu_timer;
 	/* /proc/PID/task of a live target, kept open (control_lock) once a
 	 * snapshot needs the kernel's thread count: fstat of it is that
@@ -295,6 +312,9 @@ void tddb_cache_free(struct td_thragent *agent);
 /* Region access (region_read.c, region_write.c). */
 td_err_e tddb_geometry_from_header(const struct tdstat_region_header *header, struct tddb_geometry *geometry);
 td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_view *view);
+/* Whether the control block still reads, byte for byte, as `control`:
+ * one copy of the header. */
+td_err_e tddb_control_held(const struct td_thragent *agent, const struct tdstat_control *control, bool *held);
 /* Walks the records in use with their integrals in the window; `detail`
  * also reads the details (kinds, object, site).  *window gets the window
  * the integrals cover. */
@@ -381,10 +401,13 @@ td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns);
 /* Deletes the agent's CPU timer, if it armed one (td_ta_delete). */
 void tddb_cpu_timer_release(struct td_thragent *agent);
 td_err_e tddb_stats_ns(struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats);
-/* The 64-bit statistics of a snapshot already taken (adds the CPU clock;
- * the agent's last reading of it may change, stats.c). */
+/* Before a snapshot whose statistics will be made: the CPU clock, if the
+ * agent expects to need it. */
+void tddb_cpu_ahead(struct td_thragent *agent, struct tddb_cpu_ahead *ahead);
+/* The 64-bit statistics of a snapshot taken after `ahead` (adds the CPU
+ * clock; the agent's last reading of it may change, stats.c). */
 td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_snapshot *snapshot,
-				  td_ta_stats_ns_t *stats);
+				  const struct tddb_cpu_ahead *ahead, td_ta_stats_ns_t *stats);
 void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions);
 
 /* The reader's clock (include/tdstat/clock.h). */
