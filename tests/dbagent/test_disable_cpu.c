@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 #include <proc_service.h>
 #include <stdio.h>
+#include <string.h>
 #include <thread_db.h>
 
 #include <tdstat/thread_db_stats.h>
@@ -151,4 +152,72 @@ Test(disable_cpu, cpu_of_a_first_snapshot_after_gathering_was_off_is_at_most_the
 Test(disable_cpu, cpu_of_a_first_walk_after_gathering_was_off_is_at_most_the_frozen)
 {
 	disable_at_every_read(walk_snapshot, true);
+}
+
+static unsigned long stats_reads(struct ps_prochandle *ph, td_thragent_t *ta)
+{
+	unsigned long before = ph->reads;
+	td_ta_stats_t stats;
+
+	cr_assert_eq(td_ta_get_stats(ta, &stats), TD_OK);
+	return ph->reads - before;
+}
+
+/* The same snapshot without the CPU time. */
+static unsigned long nthreads_reads(struct ps_prochandle *ph, td_thragent_t *ta)
+{
+	unsigned long before = ph->reads;
+	int n;
+
+	cr_assert_eq(td_ta_get_nthreads(ta, &n), TD_OK);
+	return ph->reads - before;
+}
+
+/*
+ * What the CPU time costs in reads of the target: nothing for a busy
+ * target, whose clock the agent reads before the snapshot's reads, nor
+ * for a sleeping one, whose last reading still holds; one copy of the
+ * header for the snapshot that did not expect to need the clock (the
+ * first after gathering was off).  A snapshot without the CPU time
+ * (td_ta_get_nthreads) is the measure.
+ */
+static void reads_of_the_cpu_time(const char *mode)
+{
+	struct live_target target;
+	struct ps_prochandle ph = { 0 };
+	td_thragent_t *ta = NULL;
+	bool busy = strcmp(mode, "spin") == 0;
+	unsigned long plain;
+
+	cr_assert(live_start(&target, mode, 1, 0, NULL));
+	ph.pid = target.pid;
+	cr_assert_eq(td_init(), TD_OK);
+	cr_assert_eq(td_ta_new(&ph, &ta), TD_OK);
+	/* Every record blocked longer than the commit lag: the reading holds. */
+	tdtest_sleep_ms(30);
+	for (int i = 0; i < 3; i++)
+		stats_reads(&ph, ta);
+	plain = nthreads_reads(&ph, ta);
+	cr_assert_eq(stats_reads(&ph, ta), plain, "%s: a snapshot with the CPU time reads more", mode);
+	cr_assert_eq(stats_reads(&ph, ta), plain, "%s: a snapshot with the CPU time reads more", mode);
+	if (busy) {
+		cr_assert_eq(td_ta_enable_stats(ta, 0), TD_OK);
+		stats_reads(&ph, ta);
+		cr_assert_eq(td_ta_enable_stats(ta, 1), TD_OK);
+		tdtest_sleep_ms(2);
+		cr_assert_eq(stats_reads(&ph, ta), plain + 1, "the first snapshot after gathering was off");
+		cr_assert_eq(stats_reads(&ph, ta), plain, "the second snapshot after gathering was off");
+	}
+	cr_assert_eq(td_ta_delete(ta), TD_OK);
+	cr_assert_eq(live_stop(&target), 0);
+}
+
+Test(disable_cpu, a_busy_target_s_cpu_time_costs_no_read)
+{
+	reads_of_the_cpu_time("spin");
+}
+
+Test(disable_cpu, a_sleeping_target_s_cpu_time_costs_no_read)
+{
+	reads_of_the_cpu_time("condvar");
 }
