@@ -9,7 +9,8 @@
  * window does.  The target spins, so its CPU clock runs all through the
  * disable (which waits out about 11 ms before it returns).  Against a
  * live child through the test's own proc_service (own_proc_service.c),
- * whose after_read hook lands the disable.
+ * whose after_read hook lands the disable, and which counts the reads
+ * the CPU time costs a snapshot.
  */
 #include <criterion/criterion.h>
 #include <proc_service.h>
