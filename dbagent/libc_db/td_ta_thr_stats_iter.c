@@ -69,8 +69,9 @@ TDDB_EXPORT td_err_e td_ta_thr_stats_iter(const td_thragent_t *ta, td_thr_stats_
 	if (!cb || (statsp && statsp->size < TDDB_STATS_NS_FIRST_SIZE)) {
 		err = TD_ERR;
 	} else {
-		/* Before the walk, whose last check of the control block is
-		 * as long before its end as the walk takes. */
+		/* The CPU clock before the walk (stats.c): the walk's control
+		 * block was read at its start, a whole walk before the
+		 * process figures are made. */
 		if (statsp)
 			tddb_cpu_ahead(agent, &ahead);
 		err = tddb_snapshot_visit(agent, true, hand_out, &caller, &snapshot);
