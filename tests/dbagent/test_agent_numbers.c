@@ -246,6 +246,35 @@ Test(agent_numbers, enable_disable_reset_write_the_documented_fields)
 	cr_assert_eq(first.r_concurrency, 7);
 }
 
+/*
+ * A reset while gathering is off writes a new, empty window and leaves
+ * the CPU clock's start and end as the disable froze them
+ * (docs/READER.md, "Control writes"): the window holds no time, so no
+ * CPU time either (docs/CONTRACT.md §2: the CPU time of the process
+ * during W).  The fake target's CPU clock is this process's own.
+ */
+Test(agent_numbers, an_empty_window_after_a_reset_while_off_holds_no_cpu_time)
+{
+	td_ta_stats_ns_t frozen = { .size = sizeof(frozen) }, empty = { .size = sizeof(empty) };
+	uint64_t until;
+
+	cr_assert_eq(td_ta_enable_stats(agent, 1), TD_OK);
+	until = process_cpu_ns() + 5 * 1000 * 1000;
+	while (process_cpu_ns() < until)
+		;
+	cr_assert_eq(td_ta_enable_stats(agent, 0), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &frozen), TD_OK);
+	cr_assert_geq(frozen.cpu_ns, 5 * 1000 * 1000, "the disabled window's CPU time: %" PRIu64, frozen.cpu_ns);
+
+	cr_assert_eq(td_ta_reset_stats(agent), TD_OK);
+	cr_assert_eq(td_ta_get_stats_ns(agent, &empty), TD_OK);
+	cr_assert_eq(empty.enabled, 0);
+	cr_assert_eq(empty.window_ns, 0);
+	cr_assert_eq(empty.runnable_ns, 0);
+	cr_assert_eq(empty.cpu_ns, 0, "an empty window reports %" PRIu64 " ns of CPU time", empty.cpu_ns);
+	cr_assert_eq(empty.running_ns, 0);
+}
+
 /* Averages frozen by a disable stay frozen; nthreads follows the target. */
 Test(agent_numbers, disable_freezes_averages_not_nthreads)
 {
