@@ -297,7 +297,10 @@ td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_s
 		if (err != TD_OK)
 			return err;
 	}
-	if (cpu_end > snapshot.control.cpu_start_ns)
+	/* An empty window holds no CPU time: a reset while gathering is off
+	 * writes one and leaves cpu_start_ns and cpu_end_ns as the disable
+	 * froze them, the old window's (docs/READER.md, "Control writes"). */
+	if (snapshot.window_ns != 0 && cpu_end > snapshot.control.cpu_start_ns)
 		cpu = cpu_end - snapshot.control.cpu_start_ns;
 
 	memset(stats, 0, sizeof(*stats));
