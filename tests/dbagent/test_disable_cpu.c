@@ -222,3 +222,124 @@ Test(disable_cpu, a_sleeping_target_s_cpu_time_costs_no_read)
 {
 	reads_of_the_cpu_time("condvar");
 }
+
+/*
+ * A disable landing after read number `at`, a snapshot of the frozen
+ * window by a second agent (another reader of the target: tdstat beside
+ * a debugger), then a new window begun by an enable, all before the
+ * snapshot under test returns (0: none).
+ */
+static struct {
+	td_thragent_t *ta, *other;
+	unsigned long at;
+	bool fired;
+	bool reset;
+	td_ta_stats_ns_t frozen;
+	td_err_e err;
+} cycle;
+
+static void disable_read_enable_after_read(struct ps_prochandle *ph)
+{
+	td_err_e err;
+
+	if (cycle.at == 0 || ph->reads != cycle.at)
+		return;
+	cycle.at = 0;
+	cycle.fired = true;
+	err = td_ta_enable_stats(cycle.ta, 0);
+	if (err == TD_OK)
+		err = td_ta_get_stats_ns(cycle.other, &cycle.frozen);
+	if (err == TD_OK)
+		err = cycle.reset ? td_ta_reset_stats(cycle.ta) : td_ta_enable_stats(cycle.ta, 1);
+	cycle.err = err;
+}
+
+/*
+ * Within the window, the snapshot under test, which found it open, and
+ * the one of the frozen window, taken after the disable while the first
+ * was under way: the first reports no more CPU time than the second
+ * (docs/CONTRACT.md §4, "Monotonic"; a controller beginning a new window
+ * right after takes nothing away from that).  For n = 1, 2, ...: the
+ * cycle lands after the snapshot's n-th read, its agent having found
+ * gathering off in its last snapshot (`off_before`: it reads the CPU
+ * clock after its reads) or a busy target (before them).
+ */
+static void cycle_at_every_read(snapshot_fn *snapshot, bool off_before, bool reset)
+{
+	struct live_target target;
+	struct ps_prochandle ph = { 0 }, other_ph = { 0 };
+	td_thragent_t *ta = NULL, *other = NULL;
+	int landed_open = 0;
+	unsigned long n;
+
+	cr_assert(live_start(&target, "spin", 1, 0, NULL));
+	ph.pid = other_ph.pid = target.pid;
+	ph.after_read = disable_read_enable_after_read;
+	cr_assert_eq(td_init(), TD_OK);
+	cr_assert_eq(td_ta_new(&ph, &ta), TD_OK);
+	cr_assert_eq(td_ta_new(&other_ph, &other), TD_OK);
+	cycle.ta = ta;
+	cycle.other = other;
+	cycle.reset = reset;
+	for (n = 1; n < 64; n++) {
+		td_ta_stats_ns_t during = { .size = sizeof(during) }, warm = { .size = sizeof(warm) };
+
+		if (off_before) {
+			cr_assert_eq(td_ta_enable_stats(ta, 0), TD_OK);
+			cr_assert_eq(snapshot(ta, &warm), TD_OK);
+		}
+		cr_assert_eq(td_ta_enable_stats(ta, 1), TD_OK);
+		tdtest_sleep_ms(2);
+		if (!off_before)
+			cr_assert_eq(snapshot(ta, &warm), TD_OK);
+		cycle.fired = false;
+		cycle.err = TD_OK;
+		cycle.frozen = (td_ta_stats_ns_t){ .size = sizeof(cycle.frozen) };
+		cycle.at = ph.reads + n;
+		cr_assert_eq(snapshot(ta, &during), TD_OK);
+		cycle.at = 0;
+		if (!cycle.fired)
+			break;
+		cr_assert_eq(cycle.err, TD_OK);
+		cr_assert_eq(cycle.frozen.enabled, 0);
+		if (during.window_start_ns != cycle.frozen.window_start_ns)
+			continue;
+		landed_open += during.enabled;
+		cr_assert_geq(cycle.frozen.cpu_ns, during.cpu_ns,
+			      "cycle after read %lu (window %s): cpu %llu, the frozen window's %llu", n,
+			      during.enabled ? "open" : "closed", (unsigned long long)during.cpu_ns,
+			      (unsigned long long)cycle.frozen.cpu_ns);
+		cr_assert_geq(cycle.frozen.running_ns, during.running_ns, "cycle after read %lu: running", n);
+		cr_assert_geq(cycle.frozen.runnable_ns, during.runnable_ns, "cycle after read %lu: runnable", n);
+	}
+	cr_assert_gt(n, 1, "no snapshot read anything");
+	cr_assert_gt(landed_open, 0, "every cycle landed before a snapshot's last check");
+	cr_assert_eq(td_ta_delete(other), TD_OK);
+	cr_assert_eq(td_ta_delete(ta), TD_OK);
+	cr_assert_eq(live_stop(&target), 0);
+}
+
+Test(disable_cpu, a_snapshot_s_cpu_is_at_most_the_frozen_read_meanwhile_before_an_enable)
+{
+	cycle_at_every_read(process_snapshot, true, false);
+}
+
+Test(disable_cpu, a_walk_s_cpu_is_at_most_the_frozen_read_meanwhile_before_an_enable)
+{
+	cycle_at_every_read(walk_snapshot, true, false);
+}
+
+Test(disable_cpu, a_snapshot_s_cpu_is_at_most_the_frozen_read_meanwhile_before_a_reset)
+{
+	cycle_at_every_read(process_snapshot, true, true);
+}
+
+Test(disable_cpu, a_busy_target_s_snapshot_s_cpu_is_at_most_the_frozen_read_meanwhile)
+{
+	cycle_at_every_read(process_snapshot, false, false);
+}
+
+Test(disable_cpu, a_busy_target_s_walk_s_cpu_is_at_most_the_frozen_read_meanwhile)
+{
+	cycle_at_every_read(walk_snapshot, false, false);
+}
