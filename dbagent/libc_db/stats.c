@@ -143,29 +143,42 @@ static bool last_reading_holds(struct td_thragent *agent, const struct tddb_snap
  * A snapshot's last check of the control block came before a reading of
  * the CPU clock taken after its reads: a disable that landed in between
  * froze the window's CPU time at a reading of its own, earlier than this
- * one, and every later snapshot of the window reports that.  One copy of
+ * one, and every snapshot of the frozen window reports that.  One copy of
  * the header says whether the control block held since (any
  * controller's first write, `rewriting = 1`, changes it): then every
  * controller to come reads its clock after this reading.  If it did not,
  * the header once a controller is done with it: the snapshot's window,
- * closed, caps the reading at its frozen end.  (A window begun since has
- * no later snapshot to agree with: each figure grows within a window.)
+ * closed, caps the reading at its frozen end.  A window begun since does
+ * not end the question: another reader may have read the snapshot's
+ * window frozen in between (the disable, its snapshot, then an enable,
+ * all while this one was under way).  cpu_end_ns, if it changed (only
+ * a disable writes it), is a reading taken after the snapshot's check,
+ * so at least every CPU time reported before, and the frozen one
+ * itself unless a second disable came since.  *moved_on: a window begun
+ * since; a caller that can read again does (tddb_stats_ns), the clock
+ * read first.
  */
 static td_err_e cpu_checked_after(const struct td_thragent *agent, const struct tddb_snapshot *snapshot,
-				  uint64_t *cpu_ns)
+				  uint64_t *cpu_ns, bool *moved_on)
 {
+	const struct tdstat_control *then = &snapshot->control;
 	struct tddb_header_view view;
 	bool held;
-	td_err_e err = tddb_control_held(agent, &snapshot->control, &held);
+	td_err_e err = tddb_control_held(agent, then, &held);
 
 	if (err != TD_OK || held)
 		return err;
 	err = tddb_read_header(agent, &view);
 	if (err != TD_OK)
 		return err;
-	if (view.control.window_start_ns == snapshot->control.window_start_ns &&
-	    view.control.window_end_ns != TDSTAT_WINDOW_OPEN)
-		*cpu_ns = tddb_min_u64(*cpu_ns, tddb_max_u64(view.control.cpu_end_ns, snapshot->control.cpu_start_ns));
+	if (view.control.window_start_ns == then->window_start_ns) {
+		if (view.control.window_end_ns != TDSTAT_WINDOW_OPEN)
+			*cpu_ns = tddb_min_u64(*cpu_ns, tddb_max_u64(view.control.cpu_end_ns, then->cpu_start_ns));
+		return TD_OK;
+	}
+	*moved_on = true;
+	if (view.control.cpu_end_ns != then->cpu_end_ns)
+		*cpu_ns = tddb_min_u64(*cpu_ns, tddb_max_u64(view.control.cpu_end_ns, then->cpu_start_ns));
 	return TD_OK;
 }
 
@@ -179,21 +192,22 @@ static td_err_e cpu_checked_after(const struct td_thragent *agent, const struct 
  * the last reading held (a sleeping target) or gathering was off: a
  * snapshot that needs a reading after all reads the header once more
  * (cpu_checked_after).  A wrong guess costs that read, or a reading
- * not used.
+ * not used.  `surely`: taken whatever the last snapshot needed.
  */
-void tddb_cpu_ahead(struct td_thragent *agent, struct tddb_cpu_ahead *ahead)
+void tddb_cpu_ahead(struct td_thragent *agent, bool surely, struct tddb_cpu_ahead *ahead)
 {
 	struct tddb_image image;
 	bool spared;
 
 	ahead->taken = false;
+	ahead->moved_on = false;
 	tddb_image_query(agent, &image);
 	if (image.frozen)
 		return;
 	pthread_mutex_lock(&agent->control_lock);
 	spared = agent->cpu_spared;
 	pthread_mutex_unlock(&agent->control_lock);
-	if (spared)
+	if (spared && !surely)
 		return;
 	ahead->taken_ns = tddb_monotonic_ns();
 	/* A failure is the later reading's to report, if one is needed. */
@@ -204,7 +218,7 @@ void tddb_cpu_ahead(struct td_thragent *agent, struct tddb_cpu_ahead *ahead)
  * on: the reading taken before it, the last one if it still holds, or a
  * new one. */
 static td_err_e snapshot_cpu_ns(struct td_thragent *agent, const struct tddb_snapshot *snapshot,
-				const struct tddb_cpu_ahead *ahead, uint64_t *cpu_ns)
+				struct tddb_cpu_ahead *ahead, uint64_t *cpu_ns)
 {
 	pid_t pid = ps_getpid(agent->ph);
 	struct tddb_cpu_reading now = {
@@ -253,7 +267,7 @@ static td_err_e snapshot_cpu_ns(struct td_thragent *agent, const struct tddb_sna
 	if (!agent->cpu.valid || agent->cpu.taken_ns <= now.taken_ns)
 		agent->cpu = now;
 	pthread_mutex_unlock(&agent->control_lock);
-	return early ? TD_OK : cpu_checked_after(agent, snapshot, cpu_ns);
+	return early ? TD_OK : cpu_checked_after(agent, snapshot, cpu_ns, &ahead->moved_on);
 }
 
 static int32_t saturate_int(uint64_t value)
@@ -267,15 +281,23 @@ td_err_e tddb_stats_ns(struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *
 	struct tddb_cpu_ahead ahead;
 	td_err_e err;
 
-	tddb_cpu_ahead(agent, &ahead);
-	err = tddb_snapshot(agent, kinds, &snapshot);
-	if (err != TD_OK)
-		return err;
-	return tddb_stats_from_snapshot(agent, &snapshot, &ahead, stats);
+	/* A window begun between the snapshot's last check of the control
+	 * block and its reading of the CPU clock: read again, the clock
+	 * first (cpu_checked_after).  Once: the second reading comes
+	 * before its reads. */
+	for (int attempt = 0;; attempt++) {
+		tddb_cpu_ahead(agent, attempt > 0, &ahead);
+		err = tddb_snapshot(agent, kinds, &snapshot);
+		if (err != TD_OK)
+			return err;
+		err = tddb_stats_from_snapshot(agent, &snapshot, &ahead, stats);
+		if (err != TD_OK || !ahead.moved_on || attempt > 0)
+			return err;
+	}
 }
 
 td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_snapshot *snapshot_in,
-				  const struct tddb_cpu_ahead *ahead, td_ta_stats_ns_t *stats)
+				  struct tddb_cpu_ahead *ahead, td_ta_stats_ns_t *stats)
 {
 	const struct tddb_snapshot snapshot = *snapshot_in;
 	struct tddb_image image;

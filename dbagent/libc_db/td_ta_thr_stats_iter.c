@@ -57,7 +57,7 @@ TDDB_EXPORT td_err_e td_ta_thr_stats_iter(const td_thragent_t *ta, td_thr_stats_
 					  td_ta_stats_ns_t *statsp)
 {
 	struct caller caller = { .callback = cb, .data = cbdata };
-	struct tddb_cpu_ahead ahead = { .taken = false };
+	struct tddb_cpu_ahead ahead = { .taken = false, .moved_on = false };
 	struct tddb_snapshot snapshot;
 	struct td_thragent *agent;
 	td_ta_stats_ns_t stats;
@@ -71,9 +71,12 @@ TDDB_EXPORT td_err_e td_ta_thr_stats_iter(const td_thragent_t *ta, td_thr_stats_
 	} else {
 		/* The CPU clock before the walk (stats.c): the walk's control
 		 * block was read at its start, a whole walk before the
-		 * process figures are made. */
+		 * process figures are made.  A walk cannot read again: one
+		 * that read the clock after it, a window begun since, has
+		 * its reading capped as cpu_checked_after can
+		 * (ahead.moved_on is not acted on). */
 		if (statsp)
-			tddb_cpu_ahead(agent, &ahead);
+			tddb_cpu_ahead(agent, false, &ahead);
 		err = tddb_snapshot_visit(agent, true, hand_out, &caller, &snapshot);
 	}
 	if (err == TD_OK && statsp)

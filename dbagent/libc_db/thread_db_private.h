@@ -95,6 +95,9 @@ struct tddb_cpu_ahead {
 	bool taken;
 	uint64_t taken_ns;         /* CLOCK_MONOTONIC just before the reading */
 	uint64_t cpu_ns;
+	/* Out: the reading came after the snapshot's reads, and a window
+	 * had begun by then (stats.c, cpu_checked_after). */
+	bool moved_on;
 };
 
 /*
@@ -402,12 +405,13 @@ td_err_e tddb_target_cpu_ns(const struct td_thragent *agent, uint64_t *cpu_ns);
 void tddb_cpu_timer_release(struct td_thragent *agent);
 td_err_e tddb_stats_ns(struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *stats);
 /* Before a snapshot whose statistics will be made: the CPU clock, if the
- * agent expects to need it. */
-void tddb_cpu_ahead(struct td_thragent *agent, struct tddb_cpu_ahead *ahead);
+ * agent expects to need it (`surely`: whatever it expects). */
+void tddb_cpu_ahead(struct td_thragent *agent, bool surely, struct tddb_cpu_ahead *ahead);
 /* The 64-bit statistics of a snapshot taken after `ahead` (adds the CPU
- * clock; the agent's last reading of it may change, stats.c). */
+ * clock; the agent's last reading of it may change, stats.c;
+ * ahead->moved_on says the snapshot is best read again). */
 td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_snapshot *snapshot,
-				  const struct tddb_cpu_ahead *ahead, td_ta_stats_ns_t *stats);
+				  struct tddb_cpu_ahead *ahead, td_ta_stats_ns_t *stats);
 void tddb_stats_fractions(const td_ta_stats_ns_t *stats, td_ta_stats_t *fractions);
 
 /* The reader's clock (include/tdstat/clock.h). */
