@@ -10,7 +10,9 @@
  * disable (which waits out about 11 ms before it returns).  Against a
  * live child through the test's own proc_service (own_proc_service.c),
  * whose after_read hook lands the disable, and which counts the reads
- * the CPU time costs a snapshot.
+ * the CPU time costs a snapshot.  Also the disable followed, before the
+ * snapshot returns, by a second agent's snapshot of the frozen window
+ * and a new window: the first snapshot reports no more than the second.
  */
 #include <criterion/criterion.h>
 #include <proc_service.h>
