@@ -15,9 +15,31 @@ struct caller {
 	bool stopped;
 };
 
+/*
+ * A region of a newer minor may list more wait kinds than this library
+ * names (docs/READER.md, "Minors").  A thread blocked in one of them is
+ * handed out blocked in no kind named here (TDSTAT_WAIT_KIND_COUNT, as
+ * for a thread not blocked): its number means nothing to the caller,
+ * who may index a table of our kinds by it.  A thread whose named kinds
+ * do not add up to its idle time (time in such a kind, now or earlier in
+ * the window) has no breakdown (`kinds` 0): the process figures share
+ * that time out among the kinds, which no thread's own figures can
+ * follow while the walk is under way.
+ */
+static bool kinds_add_up(const struct tddb_thread *thread)
+{
+	uint64_t named = 0;
+
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		named += thread->idle_ns[k];
+	return named == thread->tracked_ns - thread->runnable_ns;
+}
+
 static void thread_for_caller(const struct tddb_thread *thread, td_thr_stats_ns_t *out)
 {
 	bool blocked = thread->state == TDSTAT_STATE_BLOCKED;
+	bool named = blocked && thread->kind < TDSTAT_WAIT_KIND_COUNT;
+	bool kinds = thread->detail && kinds_add_up(thread);
 
 	/* Every field named (the rest, padding included, zero): a walk
 	 * hands out every thread, so no memset first. */
@@ -25,7 +47,7 @@ static void thread_for_caller(const struct tddb_thread *thread, td_thr_stats_ns_
 		.size = sizeof(*out),
 		.state = thread->state,
 		.tid = thread->state == TDSTAT_STATE_FREE ? 0 : thread->tid,
-		.kind = blocked ? thread->kind : TDSTAT_WAIT_KIND_COUNT,
+		.kind = named ? thread->kind : TDSTAT_WAIT_KIND_COUNT,
 		.record = thread->index,
 		.generation = thread->generation,
 		/* The detail keeps the last wait's object after it ended:
@@ -36,9 +58,10 @@ static void thread_for_caller(const struct tddb_thread *thread, td_thr_stats_ns_
 		.lwps_ns = thread->tracked_ns,
 		.runnable_ns = thread->runnable_ns,
 		.idle_ns = thread->tracked_ns - thread->runnable_ns,
-		.kinds = thread->detail ? TDSTAT_WAIT_KIND_COUNT : 0,
+		.kinds = kinds ? TDSTAT_WAIT_KIND_COUNT : 0,
 	};
-	memcpy(out->idle_by_kind_ns, thread->idle_ns, sizeof(out->idle_by_kind_ns));
+	if (kinds)
+		memcpy(out->idle_by_kind_ns, thread->idle_ns, sizeof(out->idle_by_kind_ns));
 }
 
 static td_err_e hand_out(const struct tddb_thread *thread, void *context)

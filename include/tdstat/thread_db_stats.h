@@ -114,7 +114,8 @@ typedef struct td_thr_stats_ns {
 	uint32_t state;            /* enum tdstat_thread_state, now */
 	int32_t tid;               /* kernel thread id; 0 before it first ran, or FREE */
 	uint32_t kind;             /* BLOCKED: enum tdstat_wait_kind of the wait it is in;
-				    * otherwise TDSTAT_WAIT_KIND_COUNT */
+				    * otherwise, or in a newer shim's kind that this
+				    * library does not name, TDSTAT_WAIT_KIND_COUNT */
 	uint32_t record;           /* the slot's index in the shim's region */
 	uint32_t generation;       /* changes each time the slot gets a new owner */
 	uint64_t object;           /* BLOCKED: what it waits on (the mutex, condvar,
@@ -125,7 +126,11 @@ typedef struct td_thr_stats_ns {
 	uint64_t lwps_ns;          /* tracked time in the window */
 	uint64_t runnable_ns;      /* RUNNABLE time in the window */
 	uint64_t idle_ns;          /* lwps_ns - runnable_ns */
-	uint32_t kinds;            /* entries of idle_by_kind_ns (TDSTAT_WAIT_KIND_COUNT) */
+	uint32_t kinds;            /* entries of idle_by_kind_ns (TDSTAT_WAIT_KIND_COUNT); 0
+				    * when the thread spent time in a newer shim's kind
+				    * (the process figures share it out, docs/READER.md
+				    * "Minors"): then the threads' kinds need not add up
+				    * to the process's */
 	uint32_t reserved0;
 	uint64_t idle_by_kind_ns[TDSTAT_WAIT_KIND_COUNT]; /* sum: idle_ns */
 } td_thr_stats_ns_t;

@@ -72,7 +72,8 @@ static void row_from_record(struct tdstat_thread_row *row, bool interval, const 
 {
 	row->tracked = true;
 	row->state = now->state;
-	row->wait_kind = now->state == TDSTAT_STATE_BLOCKED ? (int)now->kind : -1;
+	/* A newer shim's kind (TDSTAT_WAIT_KIND_COUNT) has no name to print. */
+	row->wait_kind = now->state == TDSTAT_STATE_BLOCKED && now->kind < TDSTAT_WAIT_KIND_COUNT ? (int)now->kind : -1;
 	row->object = now->object;
 	row->site = now->site;
 	row->since_ns = now->since_ns;

@@ -312,3 +312,58 @@ Test(agent_minor, newer_minor_kind_is_blocked_time)
 	td_ta_delete(ta);
 	fake_target_destroy(&target);
 }
+
+struct newer_kind_walk {
+	int handed, blocked_in_newer, without_kinds;
+	bool kinds_add_up;
+};
+
+static int check_newer_kind_thread(const td_thr_stats_ns_t *thread, void *data)
+{
+	struct newer_kind_walk *walk = data;
+	uint64_t sum = 0;
+
+	walk->handed++;
+	if (thread->state == TDSTAT_STATE_BLOCKED && thread->kind == TDSTAT_WAIT_KIND_COUNT)
+		walk->blocked_in_newer++;
+	cr_assert_leq(thread->kind, TDSTAT_WAIT_KIND_COUNT, "kind %u of record %u names no kind of this library",
+		      thread->kind, thread->record);
+	for (unsigned int k = 0; k < thread->kinds; k++)
+		sum += thread->idle_by_kind_ns[k];
+	if (thread->kinds && sum != thread->idle_ns)
+		walk->kinds_add_up = false;
+	if (!thread->kinds)
+		walk->without_kinds++;
+	return 0;
+}
+
+/* The walk hands a thread blocked in a newer minor's kind out as blocked
+ * in no kind this library names (TDSTAT_WAIT_KIND_COUNT), whatever number
+ * the region gives that kind, with its blocked time shared out among the
+ * kinds as the process figures share it (the fuzzer's crash-2831568b: a
+ * region listing 49 kinds, a thread blocked in kind 48, handed out as
+ * kind 48). */
+Test(agent_minor, newer_minor_kind_walks_as_no_named_kind)
+{
+	td_ta_stats_ns_t ns = { .size = sizeof(ns) };
+	td_thragent_t *ta;
+	uint64_t ws;
+
+	for (uint32_t extra = 1; extra <= 40; extra += 39) {
+		struct newer_kind_walk walk = { .kinds_add_up = true };
+
+		build(&target, &(struct shape){ .minor = 7, .detail_copy_extra = 8 });
+		header_of(&target)->layout.kind_count = TDSTAT_WAIT_KIND_COUNT + extra;
+		ws = populate(&target);
+		set_thread(&target, 1, TDSTAT_STATE_BLOCKED, TDSTAT_WAIT_KIND_COUNT + extra - 1, ws, ws + 2 * SECOND,
+			   2 * SECOND, 1 * SECOND, TDSTAT_WAIT_MUTEX, 1 * SECOND);
+		cr_assert_eq(td_ta_new(&target, &ta), TD_OK);
+		cr_assert_eq(td_ta_thr_stats_iter(ta, check_newer_kind_thread, &walk, &ns), TD_OK);
+		cr_assert_gt(walk.handed, 1);
+		cr_assert_eq(walk.blocked_in_newer, 1, "the thread in kind %u", TDSTAT_WAIT_KIND_COUNT + extra - 1);
+		cr_assert(walk.kinds_add_up, "a thread's kinds add up to its idle time");
+		cr_assert_eq(walk.without_kinds, 1, "only the thread with time in the newer kind lacks a breakdown");
+		td_ta_delete(ta);
+		fake_target_destroy(&target);
+	}
+}
