@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -364,15 +365,41 @@ uint64_t tdshim_deadline_after(const struct timespec *timeout);
 uint64_t tdshim_deadline_at(clockid_t clock, const struct timespec *abstime);
 
 /*
- * The shim's own futex calls: libc's syscall() (runtime/wrap_futex.c),
- * never the interposed syscall() there, with errno untouched.  The
- * kernel's answer: >= 0, or -errno.  Not a syscall instruction of the
- * shim's own: a program that lets only libc's text make system calls
- * (syscall user dispatch, a seccomp filter on the instruction pointer)
- * would get SIGSYS for a semaphore's sleep or wake, a contended mutex or
- * an rwlock release that work bare (regression.shim.futex_from_libc_text).
+ * The shim's own futex calls: libc's syscall() (tdshim_real_syscall,
+ * never the interposed syscall() of runtime/wrap_futex.c), with errno as
+ * it was.  The kernel's answer: >= 0, or -errno.  Not a syscall
+ * instruction of the shim's own: a program that lets only libc's text
+ * make system calls (syscall user dispatch, a seccomp filter on the
+ * instruction pointer) would get SIGSYS for a semaphore's sleep or wake,
+ * a contended mutex or an rwlock release that work bare
+ * (regression.shim.futex_from_libc_text).  Inline at each call: they
+ * run on blocking paths, just before or after a context switch, where an
+ * out-of-line call that saved and put back errno every time was 0.8% of
+ * a one-CPU semaphore ping-pong's samples (perf); libc's syscall()
+ * writes errno only when it fails, so only then is it put back.  Every
+ * caller runs after initialisation (its path is turned on there), so
+ * none initialises here; a missing syscall() is -ENOSYS.
  */
-long tdshim_futex6(void *word, int operation, long value, const struct timespec *timeout, long fifth, long sixth);
+static inline int *tdshim_errno(void);
+
+static inline __attribute__((always_inline)) long tdshim_futex6(void *word, int operation, long value,
+								const struct timespec *timeout, long fifth, long sixth)
+{
+	long (*real)(long, ...) = tdshim_real_syscall;
+	int *error = tdshim_errno();
+	int saved = *error;
+	long result;
+
+	if (caa_unlikely(!real))
+		return -ENOSYS;
+	result = real(SYS_futex, (long)word, (long)operation, value, (long)timeout, fifth, sixth);
+	/* libc's syscall() writes errno only when it fails. */
+	if (caa_unlikely(result == -1)) {
+		result = -*error;
+		*error = saved;
+	}
+	return result;
+}
 
 static inline long tdshim_futex(int *word, int operation, int value, const struct timespec *timeout)
 {

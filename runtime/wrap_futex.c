@@ -214,21 +214,3 @@ __asm__(".text\n"
 #else
 TDSHIM_EXPORT long syscall(long number, ...) __attribute__((alias("tdshim_syscall_entry")));
 #endif
-
-/* The shim's own futex calls (shim.h): libc's syscall(), never the
- * wrapper above, errno as it was, -errno on failure. */
-TDSHIM_BLOCKING_PATH long tdshim_futex6(void *word, int operation, long value, const struct timespec *timeout, long fifth,
-					  long sixth)
-{
-	int saved_errno = *tdshim_errno();
-	long result;
-
-	tdshim_ensure_init();
-	if (!tdshim_real_syscall)
-		return -ENOSYS;
-	result = tdshim_real_syscall(SYS_futex, (long)word, (long)operation, value, (long)timeout, fifth, sixth);
-	if (result == -1)
-		result = -*tdshim_errno();
-	*tdshim_errno() = saved_errno;
-	return result;
-}
