@@ -170,7 +170,7 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 	fprintf(out, "thread,%d", (int)row->pid);
 	process_columns(out, row->runnable, row->idle, row->window_s, own);
 	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-		optional(out, own, row->idle_by[k]);
+		optional(out, own && row->has_kinds, row->idle_by[k]);
 	optional(out, row->untracked >= 0, row->untracked);
 	fprintf(out, ",%d,", (int)row->tid);
 	csv_string(out, row->name);

@@ -82,7 +82,9 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 	}
 	if (row->tracked && row->shim_known) {
 		fprintf(out, ",\"runnable\":%.6f,\"idle\":%.6f", row->runnable, row->idle);
-		idle_by(out, row->idle_by);
+		/* As the line's: only when the kinds are known. */
+		if (row->has_kinds)
+			idle_by(out, row->idle_by);
 	}
 	if (row->has_kernel)
 		fprintf(out, ",\"cpu\":%.6f,\"run_queue\":%.6f,\"kernel_window_s\":%.6f", row->cpu, row->run_queue,

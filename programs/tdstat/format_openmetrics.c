@@ -397,6 +397,13 @@ static void thread_samples(struct tdstat_output *output, const struct thread_fam
 		fprintf(out, " %.6f\n", row->runnable);
 		return;
 	case THREAD_IDLE:
+		/* Kinds not known (a newer shim's): the idle share alone, as
+		 * the process's counter without its kinds. */
+		if (own && !row->has_kinds) {
+			thread_labels(out, family->name, row, NULL);
+			fprintf(out, " %.6f\n", row->idle);
+			return;
+		}
 		for (unsigned k = 0; own && k < TDSTAT_WAIT_KIND_COUNT; k++) {
 			thread_labels(out, family->name, row, td_wait_kind_name(k));
 			fprintf(out, " %.6f\n", row->idle_by[k]);

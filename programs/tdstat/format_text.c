@@ -379,7 +379,7 @@ static bool row_key_of(const struct tdstat_thread_row *row, struct row_key *key)
 	    !share_key(row->has_kernel, row->run_queue, &key->shares[2]) || !share_key(own, row->idle, &key->shares[3]) ||
 	    !share_key(row->untracked >= 0, row->untracked, &key->shares[4]))
 		return false;
-	if (!own) {
+	if (!own || !row->has_kinds) {
 		key->kinds_shown = UINT8_MAX;
 		return true;
 	}
@@ -514,7 +514,7 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 	put_padded_length(&text, untracked,
 			  share_text(untracked, sizeof(untracked), row->untracked >= 0, row->untracked), 9, true);
 	put_spaces(&text, 2);
-	put_padded_length(&text, kinds, idle_by_text(kinds, sizeof(kinds), own, row->idle_by), 30, false);
+	put_padded_length(&text, kinds, idle_by_text(kinds, sizeof(kinds), own && row->has_kinds, row->idle_by), 30, false);
 	put_spaces(&text, 1);
 	if (!row->tracked) {
 		put_padded(&text, "(no record: not tracked)", 0, false);

@@ -137,6 +137,9 @@ struct tdstat_thread_row {
 	 * text within one generation. */
 	uint64_t names_generation;
 	double runnable, idle, idle_by[TDSTAT_WAIT_KIND_COUNT];
+	/* idle_by known: the record had a breakdown at both readings (not
+	 * `kinds` 0, time in a newer shim's kind: thread_db_stats.h) */
+	bool has_kinds;
 	bool has_kernel;        /* cpu and run_queue known */
 	double cpu, run_queue;  /* schedstat: on a CPU, waiting for one */
 	double untracked;       /* runnable - (cpu + run_queue), at least 0; < 0: unknown */
