@@ -216,8 +216,15 @@ static int add_thread(const td_thr_stats_ns_t *t, void *data)
 
 static void check_thread_sums(const struct thread_sums *sums, const td_ta_stats_ns_t *s)
 {
+	bool kinds_within = true;
+
+	/* A record without a breakdown still took part in the process's
+	 * kinds (its named time, and the share of the rest): the records
+	 * with one never add up to more than the process in any kind. */
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		kinds_within = kinds_within && sums->by_kind[k] <= s->idle_by_kind_ns[k];
 	check_integrals(s);
-	if (sums->lwps != s->lwps_ns || sums->runnable != s->runnable_ns ||
+	if (sums->lwps != s->lwps_ns || sums->runnable != s->runnable_ns || !kinds_within ||
 	    (!sums->without_kinds && memcmp(sums->by_kind, s->idle_by_kind_ns, sizeof(sums->by_kind)) != 0)) {
 		fprintf(stderr, "fuzz_agent: threads do not add up to the process\n");
 		abort();
