@@ -192,11 +192,10 @@ size_t tdstat_object_rows(pid_t pid, struct tdstat_symbolizer *symbolizer, const
 		const td_thr_stats_ns_t *now = &to->threads[i];
 		const td_thr_stats_ns_t *before = tdstat_reading_record(from, now->record);
 		uint64_t kind_growth[TDSTAT_WAIT_KIND_COUNT];
-		/* A record without a breakdown (time in a newer shim's kind,
-		 * thread_db_stats.h) at either reading has no growth by kind:
-		 * against its zeros, the other reading's whole breakdown would
-		 * be one interval's waiting (as -t's rows, threads.c). */
-		bool kinds = now->kinds >= TDSTAT_WAIT_KIND_COUNT && (!before || before->kinds >= TDSTAT_WAIT_KIND_COUNT);
+		/* Without a breakdown at either reading, no growth by kind:
+		 * the other reading's whole breakdown would be one interval's
+		 * waiting. */
+		bool kinds = tdstat_record_kinds_known(before, now);
 
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
 			kind_growth[k] = kinds ? growth(before ? before->idle_by_kind_ns[k] : 0, now->idle_by_kind_ns[k]) : 0;

@@ -334,6 +334,15 @@ td_err_e tdstat_reading_threads(const td_thragent_t *agent, struct tdstat_readin
 void tdstat_reading_free(struct tdstat_reading *reading);
 /* The thread of a record in a reading (NULL reading, or none: NULL). */
 const td_thr_stats_ns_t *tdstat_reading_record(const struct tdstat_reading *reading, uint32_t record);
+/* Whether a record's kinds grew as its idle time did between two
+ * readings (before NULL: none earlier): it had a breakdown at both, not
+ * `kinds` 0 (time in a newer shim's kind, thread_db_stats.h).  Without
+ * one at either, the growth of its kinds is not its idle time's (zeros,
+ * or one reading's whole breakdown), as for the process line (interval.c). */
+static inline bool tdstat_record_kinds_known(const td_thr_stats_ns_t *before, const td_thr_stats_ns_t *now)
+{
+	return now->kinds >= TDSTAT_WAIT_KIND_COUNT && (!before || before->kinds >= TDSTAT_WAIT_KIND_COUNT);
+}
 /* CLOCK_MONOTONIC end of the reading's window. */
 uint64_t tdstat_reading_end_ns(const struct tdstat_reading *reading);
 

@@ -91,11 +91,7 @@ static void row_from_record(struct tdstat_thread_row *row, bool interval, const 
 
 	row->runnable = (double)runnable / span;
 	row->idle = (double)idle / span;
-	/* A record without a breakdown (time in a newer shim's kind) at
-	 * either reading: its kinds' growth is not its idle time's (zeros,
-	 * or the whole breakdown of one reading), as for the line
-	 * (interval.c). */
-	row->has_kinds = now->kinds >= TDSTAT_WAIT_KIND_COUNT && (!before || before->kinds >= TDSTAT_WAIT_KIND_COUNT);
+	row->has_kinds = tdstat_record_kinds_known(before, now);
 	if (!row->has_kinds)
 		return;
 	/* Most kinds of most threads did not grow: no division for them
