@@ -61,6 +61,10 @@ static void process(struct tdstat_output *output, const struct tdstat_interval *
 		idle_by(out, line->idle_by);
 	if (line->untracked >= 0)
 		fprintf(out, ",\"untracked\":%.6f", line->untracked);
+	/* Over the same interval as untracked: what it may owe to the
+	 * hypervisor (tdstat(1)). */
+	if (line->steal >= 0)
+		fprintf(out, ",\"steal\":%.6f", line->steal);
 	fputs("}\n", out);
 }
 

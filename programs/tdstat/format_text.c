@@ -227,21 +227,55 @@ static size_t idle_by_text(char *text, size_t size, bool has_kinds, const double
 	return used;
 }
 
+/* Steal the hint names: at least this many CPUs, on average, surely
+ * taken (less the one tick /proc/stat's rounding may add).  Below it a
+ * line's steal is a tick or two of rounding at a second's interval, and
+ * could not be half of an untracked figure worth showing (0.05). */
+#define STEAL_SHOWN_MIN 0.02
+
+/*
+ * docs/CONTRACT.md §7: a wait the shim cannot see passes for work; the
+ * kernel tells, and the row says so.  On a virtual machine a running
+ * thread's stolen time (the hypervisor ran something else on its vCPU)
+ * is missing from the kernel's figures too, and shows the same way: it
+ * hides at most one thread per CPU stolen, so steal bounds how much of
+ * untracked it explains.  When it can explain half or more, it is named
+ * the likely cause; less, and the rest is escaped waits, with steal's
+ * share said.
+ */
+static void untracked_text(char *text, size_t size, const struct tdstat_interval *line)
+{
+	bool steal = line->steal >= 0 && line->steal - line->steal_resolution >= STEAL_SHOWN_MIN;
+
+	text[0] = '\0';
+	if (line->untracked < 0.05)
+		return;
+	if (steal && line->steal >= line->untracked / 2)
+		snprintf(text, size,
+			 "  untracked %.2f (the hypervisor took %.2f CPUs from this machine (steal): the kernel "
+			 "does not count a running thread's stolen time, tdstat does; tdstat(1))",
+			 line->untracked, line->steal);
+	else if (steal)
+		snprintf(text, size,
+			 "  untracked %.2f (asleep in waits the shim cannot see: an inline syscall, a read; "
+			 "up to %.2f of it the hypervisor's steal; tdstat(1))",
+			 line->untracked, line->steal);
+	else
+		snprintf(text, size,
+			 "  untracked %.2f (asleep in waits the shim cannot see: an inline syscall, "
+			 "a read; tdstat(1))", line->untracked);
+}
+
 static void live_row(FILE *out, const struct tdstat_interval *line)
 {
-	char clock[16] = "-", kinds[256], untracked[160] = "";
+	char clock[16] = "-", kinds[256], untracked[256];
 	time_t now = time(NULL);
 	struct tm local;
 
 	if (localtime_r(&now, &local))
 		strftime(clock, sizeof(clock), "%H:%M:%S", &local);
 	idle_by_text(kinds, sizeof(kinds), line->has_kinds, line->idle_by);
-	/* docs/CONTRACT.md §7: a wait the shim cannot see passes for work; the kernel
-	 * tells, and the row says so. */
-	if (line->untracked >= 0.05)
-		snprintf(untracked, sizeof(untracked),
-			 "  untracked %.2f (asleep in waits the shim cannot see: an inline syscall, "
-			 "a read; tdstat(1))", line->untracked);
+	untracked_text(untracked, sizeof(untracked), line);
 	/* A stopped target's threads keep the states they had when it
 	 * stopped: the note says why the row does not move. */
 	fprintf(out, "%-8s %8d %8d %6d %9.2f %8.2f %8.2f %8.2f %8.2fs  %s%s%s\n",

@@ -89,6 +89,7 @@ void tdstat_interval_compute(struct tdstat_interval *out, pid_t pid,
 	out->idle = average(in.lwps_ns - in.runnable_ns, in.window_ns);
 	out->window_s = (double)in.window_ns / 1e9;
 	out->untracked = -1;
+	out->steal = -1;
 	out->totals = *to;
 	/* By kind: the growth of each kind's integral, shared out so the
 	 * kinds sum to idle exactly as the integrals do. */

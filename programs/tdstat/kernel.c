@@ -9,6 +9,7 @@
 #include "tdstat.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -136,6 +137,64 @@ static bool read_schedstat(int fd, uint64_t *on_cpu_ns, uint64_t *run_queue_ns)
 		return false;
 	text[length] = '\0';
 	return sscanf(text, "%" SCNu64 " %" SCNu64, on_cpu_ns, run_queue_ns) == 2;
+}
+
+bool tdstat_steal_parse(const char *text, uint64_t *steal_ticks)
+{
+	const char *at = text;
+
+	if (strncmp(at, "cpu ", 4) != 0)
+		return false;
+	at += 4;
+	/* The eighth value; the line's end before it: an older kernel. */
+	for (int value = 1; value <= 8; value++) {
+		unsigned long long number;
+		char *end;
+
+		while (*at == ' ')
+			at++;
+		if (*at < '0' || *at > '9')
+			return false;
+		errno = 0;
+		number = strtoull(at, &end, 10);
+		if (errno || (*end != ' ' && *end != '\n' && *end != '\0'))
+			return false;
+		if (value == 8)
+			*steal_ticks = number;
+		at = end;
+	}
+	return true;
+}
+
+/*
+ * The machine's steal, read with every sample (its cost counts in the
+ * sample's, so the cost rule of tdstat.h covers it): /proc/stat stays
+ * open, read again from offset 0.  The kernel formats the whole file at
+ * every read (a line per CPU, every interrupt's count), but only its
+ * first line is copied out: "cpu " and eight values of at most 20
+ * digits fit in 256 bytes with room to spare.
+ */
+static struct {
+	int fd;
+	bool opened;
+} proc_stat = { .fd = -1 };
+
+static bool machine_steal(uint64_t *steal_ticks)
+{
+	char text[256];
+	ssize_t length;
+
+	if (!proc_stat.opened) {
+		proc_stat.opened = true;
+		proc_stat.fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+	}
+	if (proc_stat.fd < 0)
+		return false;
+	length = pread(proc_stat.fd, text, sizeof(text) - 1, 0);
+	if (length <= 0)
+		return false;
+	text[length] = '\0';
+	return tdstat_steal_parse(text, steal_ticks);
 }
 
 static int by_tid(const void *a, const void *b)
@@ -317,6 +376,7 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample, const 
 
 	sample->count = 0;
 	sample->threads = NULL;
+	sample->steal_known = false;
 	raise_file_limit();
 	if (schedstat_files.pid != pid) {
 		close_files(schedstat_files.files, schedstat_files.count);
@@ -376,6 +436,9 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample, const 
 	if (threads < 0 || (size_t)threads != sample->count)
 		task_directory.listed_ns = 0;
 done:
+	/* Nothing from /proc/stat when nothing of the target could be read:
+	 * untracked is unknown then, and steal would explain nothing. */
+	sample->steal_known = sample->count > 0 && machine_steal(&sample->steal_ticks);
 	sample->taken_ns = monotonic_ns();
 	sample->cost_ns = sample->taken_ns - begun;
 	/* The files of threads that are gone; the others stay open. */

@@ -79,6 +79,11 @@ struct tdstat_interval {
 	/* Threads the shim counted runnable while the kernel saw them
 	 * asleep, on average; negative: not known (docs/CONTRACT.md §6). */
 	double untracked;
+	/* CPUs the hypervisor took from the whole machine (steal, from
+	 * /proc/stat), on average over the interval `untracked` covers;
+	 * negative: not known.  steal_resolution: one USER_HZ tick over
+	 * that interval, in CPUs, what steal may be off by. */
+	double steal, steal_resolution;
 	/* The process's name (/proc/PID/comm, made printable UTF-8); empty
 	 * when not known. */
 	char comm[TDSTAT_COMM_SIZE];
@@ -92,6 +97,10 @@ struct tdstat_interval {
 struct tdstat_kernel_sample {
 	uint64_t taken_ns;   /* CLOCK_MONOTONIC */
 	uint64_t cost_ns;    /* what taking it took */
+	/* The whole machine's steal at the same moment (/proc/stat, USER_HZ
+	 * ticks): time the hypervisor ran something else on our vCPUs. */
+	bool steal_known;
+	uint64_t steal_ticks;
 	size_t count;
 	struct tdstat_kernel_thread {
 		pid_t tid;
@@ -304,6 +313,10 @@ bool tdstat_kernel_sample(pid_t pid, struct tdstat_kernel_sample *sample, const 
 			  const pid_t *asleep, size_t asleep_count);
 #define TDSTAT_KERNEL_LIST_NS UINT64_C(1000000000)
 void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample);
+/* The steal of the first line of /proc/stat ("cpu  user nice system idle
+ * iowait irq softirq steal ..."): false when the line has fewer than
+ * eight values (kernels before 2.6.11: steal unknown, not 0). */
+bool tdstat_steal_parse(const char *text, uint64_t *steal_ticks);
 /* The thread tid of a sample, or NULL. */
 const struct tdstat_kernel_thread *tdstat_kernel_thread_find(const struct tdstat_kernel_sample *sample, pid_t tid);
 /* pid's name from /proc/PID/comm, invalid UTF-8 and control characters
@@ -372,20 +385,28 @@ double tdstat_untracked(const struct tdstat_thread_row *rows, size_t count);
  */
 #define TDSTAT_KERNEL_EVERY_LINE_S 0.1
 #define TDSTAT_KERNEL_COST_FACTOR 100
+/* What the kernel says of a line as a whole, over the kernel's interval. */
+struct tdstat_kernel_line {
+	double untracked;        /* the process's; < 0: unknown */
+	double steal;            /* the machine's, in CPUs; < 0: unknown */
+	double steal_resolution; /* one USER_HZ tick over the interval, in CPUs */
+};
 struct tdstat_kernel_carry {
 	bool valid;
 	bool awaiting;                  /* the rows of the line just made, once printed */
-	double untracked;               /* the process's; < 0: unknown */
+	struct tdstat_kernel_line line;
 	size_t count;
 	struct tdstat_thread_row *rows; /* sorted by tid; only the kernel's columns matter */
 };
 /* The rows of [from, to] as tdstat_thread_rows, with the kernel's columns
  * over [kernel_from, to] when `to` has kernel figures and `from` has
  * none (kernel_from: the last reading that had them), else from the
- * carry; updates the carry and sets *untracked (the process's). */
+ * carry; updates the carry and sets *line (the process's untracked, the
+ * machine's steal). */
 size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,
 				  const struct tdstat_reading *kernel_from, const struct tdstat_reading *to,
-				  struct tdstat_kernel_carry *carry, struct tdstat_thread_row **rows, double *untracked);
+				  struct tdstat_kernel_carry *carry, struct tdstat_thread_row **rows,
+				  struct tdstat_kernel_line *line);
 /* The rows of the line tdstat_thread_rows_carried made last, once
  * printed: kept (true: the carry owns them now) when that line had the
  * kernel's figures. */

@@ -14,6 +14,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tdstat/clock.h>
 
@@ -480,9 +481,38 @@ static size_t overlay_kernel(struct tdstat_thread_row **rows_io, size_t count, c
 	return total;
 }
 
+/*
+ * The machine's steal over [from, to], in CPUs: time the hypervisor ran
+ * something else on our vCPUs.  A thread running on a vCPU while it is
+ * stolen counts neither as CPU nor as run-queue wait in its schedstat
+ * (the scheduler's task clock leaves steal out), yet the shim counts it
+ * runnable: it shows as untracked, up to the steal itself (tdstat(1)).
+ * /proc/stat counts in USER_HZ ticks, each reading rounded down: the
+ * difference may be off by one tick, *resolution.
+ */
+static double steal_between(const struct tdstat_kernel_sample *from, const struct tdstat_kernel_sample *to,
+			    double *resolution)
+{
+	static long ticks_per_second;
+	double interval_s;
+
+	*resolution = 0;
+	if (!from->steal_known || !to->steal_known || to->taken_ns <= from->taken_ns ||
+	    to->steal_ticks < from->steal_ticks)
+		return -1;
+	if (!ticks_per_second)
+		ticks_per_second = sysconf(_SC_CLK_TCK);
+	if (ticks_per_second <= 0)
+		return -1;
+	interval_s = (double)(to->taken_ns - from->taken_ns) / 1e9;
+	*resolution = 1 / (double)ticks_per_second / interval_s;
+	return (double)(to->steal_ticks - from->steal_ticks) / (double)ticks_per_second / interval_s;
+}
+
 size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,
 				  const struct tdstat_reading *kernel_from, const struct tdstat_reading *to,
-				  struct tdstat_kernel_carry *carry, struct tdstat_thread_row **rows_out, double *untracked)
+				  struct tdstat_kernel_carry *carry, struct tdstat_thread_row **rows_out,
+				  struct tdstat_kernel_line *line)
 {
 	size_t count = tdstat_thread_rows(pid, from, to, rows_out);
 
@@ -493,7 +523,7 @@ size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,
 		carry->valid = false;
 		carry->count = 0;
 	}
-	*untracked = -1;
+	*line = (struct tdstat_kernel_line){ .untracked = -1, .steal = -1 };
 	if (to->kernel_valid) {
 		if (from && !from->kernel_valid && kernel_from && kernel_from->kernel_valid) {
 			/* The kernel's interval is longer than the line's: its
@@ -503,10 +533,13 @@ size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,
 			size_t kernel_count = tdstat_thread_rows(pid, kernel_from, to, &kernel_rows);
 
 			count = overlay_kernel(rows_out, count, kernel_rows, kernel_count, false);
-			*untracked = tdstat_untracked(kernel_rows, kernel_count);
+			line->untracked = tdstat_untracked(kernel_rows, kernel_count);
+			line->steal = steal_between(&kernel_from->kernel, &to->kernel, &line->steal_resolution);
 			free(kernel_rows);
 		} else if (from) {
-			*untracked = tdstat_untracked(*rows_out, count);
+			line->untracked = tdstat_untracked(*rows_out, count);
+			if (from->kernel_valid)
+				line->steal = steal_between(&from->kernel, &to->kernel, &line->steal_resolution);
 		}
 		/* Kept for the lines until the next kernel reading: these
 		 * very rows, handed over once printed
@@ -516,12 +549,12 @@ size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,
 		free(carry->rows);
 		carry->rows = NULL;
 		carry->count = count;
-		carry->untracked = *untracked;
+		carry->line = *line;
 		carry->valid = false;
 		carry->awaiting = from != NULL;
 	} else if (carry->valid) {
 		count = overlay_kernel(rows_out, count, carry->rows, carry->count, true);
-		*untracked = carry->untracked;
+		*line = carry->line;
 	}
 	return count;
 }

@@ -186,9 +186,9 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	struct tdstat_interval interval;
 	struct tdstat_thread_row *threads;
 	struct tdstat_object_row *objects = NULL;
-	double untracked;
+	struct tdstat_kernel_line kernel;
 	size_t thread_count = tdstat_thread_rows_carried(options->pid, from, kernel_base_of(from), to, &kernel_carry, &threads,
-							 &untracked);
+							 &kernel);
 	size_t object_count = 0;
 
 	tdstat_interval_compute(&interval, options->pid, from ? &from->stats : NULL, &to->stats);
@@ -198,7 +198,10 @@ static void print_line(const struct tdstat_watch_options *options, struct tdstat
 	 * figure since the window's start); a stopped process is asleep for
 	 * the kernel without any wait of its own. */
 	if (interval.stopped == TDSTAT_RUNNING)
-		interval.untracked = untracked;
+		interval.untracked = kernel.untracked;
+	/* The machine's, whatever the target does. */
+	interval.steal = kernel.steal;
+	interval.steal_resolution = kernel.steal_resolution;
 	if (options->threads)
 		tdstat_thread_rows_name(symbolizer, threads, thread_count);
 	if (options->objects) {
