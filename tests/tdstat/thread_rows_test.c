@@ -156,3 +156,123 @@ Test(thread_rows, no_breakdown_at_either_reading_prints_none)
 	cr_expect_eq(printed, 1, "only the thread with a breakdown at both readings has one");
 	free(rows);
 }
+
+/*
+ * Text rows of -t are copied from the last line when everything they
+ * print is as it was (format_text.c, struct row_key), and written in
+ * runs: a line whose rows changed must print the new text, every row
+ * in its place.  Each line of one output that keeps its rows is
+ * compared with the same rows printed by a fresh output, which keeps
+ * nothing.
+ */
+static struct tdstat_thread_row text_row(pid_t tid, const char *name, double idle, int kind)
+{
+	struct tdstat_thread_row row = {
+		.pid = 1, .tid = tid, .name = name, .tracked = true, .shim_known = true,
+		.state = TDSTAT_STATE_BLOCKED, .wait_kind = kind, .object = 0x1000, .site = 0x2000,
+		.object_name = "obj", .site_name = "worker", .names_generation = 1,
+		.runnable = 1 - idle, .idle = idle, .has_kinds = true, .untracked = -1,
+		.window_s = 0.01, .kernel_window_s = 0.01,
+	};
+
+	row.idle_by[kind] = idle;
+	return row;
+}
+
+/* The rows' table of one line (from its header on: the line above it
+ * prints the clock). */
+static char *text_table(struct tdstat_output *output, FILE *out, char **text, size_t *size,
+			const struct tdstat_thread_row *rows, size_t count)
+{
+	struct tdstat_interval line = { .pid = 1, .nthreads = (int)count, .untracked = -1, .window_s = 0.01 };
+	size_t from = *size;
+
+	tdstat_output_begin(output);
+	tdstat_output_process(output, &line);
+	for (size_t i = 0; i < count; i++)
+		tdstat_output_thread(output, &rows[i]);
+	tdstat_output_end(output);
+	fflush(out);
+
+	char *table = strstr(*text + from, "     TID NAME");
+
+	cr_assert_not_null(table, "%s", *text + from);
+	return strdup(table);
+}
+
+static struct tdstat_output text_output(FILE *out)
+{
+	struct tdstat_output output;
+
+	tdstat_output_init(&output, tdstat_format_find("text"), out, TDSTAT_OUTPUT_LIVE);
+	output.threads = true;
+	tdstat_output_start(&output);
+	return output;
+}
+
+Test(thread_rows, text_rows_kept_from_the_last_line_are_never_stale)
+{
+	enum { LINES = 5, THREADS = 4 };
+	struct tdstat_thread_row lines[LINES][THREADS];
+	size_t counts[LINES];
+	char *text = NULL;
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+
+	cr_assert_not_null(out);
+	/* 1: four threads; 2: the same (every row kept) */
+	lines[0][0] = text_row(101, "sleeper", 1.0, TDSTAT_WAIT_COND);
+	lines[0][1] = text_row(102, "worker", 0.25, TDSTAT_WAIT_MUTEX);
+	lines[0][2] = text_row(103, "waiter", 1.0, TDSTAT_WAIT_COND);
+	lines[0][3] = text_row(104, "io", 0.5, TDSTAT_WAIT_IO);
+	counts[0] = counts[1] = THREADS;
+	memcpy(lines[1], lines[0], sizeof(lines[0]));
+	/* 3: each thread changes one thing; the last one is gone */
+	memcpy(lines[2], lines[1], sizeof(lines[1]));
+	lines[2][0].idle = lines[2][0].idle_by[TDSTAT_WAIT_COND] = 0.5;      /* its figures */
+	lines[2][0].idle_by[TDSTAT_WAIT_SLEEP] = 0.25;                    /* and kinds */
+	lines[2][1].name = "renamed";                                     /* its name */
+	lines[2][2].wait_kind = TDSTAT_WAIT_MUTEX;                        /* what it waits in now */
+	counts[2] = THREADS - 1;
+	/* 4: a share that moves by a hundredth, the kernel's shares known,
+	 * the object renamed, the thread back */
+	memcpy(lines[3], lines[2], sizeof(lines[2]));
+	lines[3][0].idle = 0.51;
+	lines[3][1].has_kernel = true;
+	lines[3][1].cpu = 0.75;
+	lines[3][2].object_name = "other";
+	lines[3][3] = lines[0][3];
+	counts[3] = THREADS;
+	/* 5: the kinds' order turns, the CPU share alone moves, the caller
+	 * is renamed, an untracked share appears */
+	memcpy(lines[4], lines[3], sizeof(lines[3]));
+	lines[4][0].idle_by[TDSTAT_WAIT_COND] = 0.2;
+	lines[4][0].idle_by[TDSTAT_WAIT_SLEEP] = 0.31;
+	lines[4][1].cpu = 0.8;
+	lines[4][2].site_name = "";
+	lines[4][3].untracked = 0.1;
+	counts[4] = THREADS;
+
+	struct tdstat_output kept = text_output(out);
+
+	for (int l = 0; l < LINES; l++) {
+		char *fresh_text = NULL;
+		size_t fresh_size = 0;
+		FILE *fresh_out = open_memstream(&fresh_text, &fresh_size);
+
+		cr_assert_not_null(fresh_out);
+		struct tdstat_output fresh = text_output(fresh_out);
+		char *expected = text_table(&fresh, fresh_out, &fresh_text, &fresh_size, lines[l], counts[l]);
+		char *got = text_table(&kept, out, &text, &size, lines[l], counts[l]);
+
+		cr_expect_str_eq(got, expected, "line %d", l + 1);
+		tdstat_output_close(&fresh);
+		fclose(fresh_out);
+		free(fresh_text);
+		free(expected);
+		free(got);
+	}
+	tdstat_output_close(&kept);
+	fclose(out);
+	free(text);
+}
