@@ -95,9 +95,13 @@ static void row_from_record(struct tdstat_thread_row *row, bool interval, const 
 	if (!row->has_kinds)
 		return;
 	/* Most kinds of most threads did not grow: no division for them
-	 * (0 / span is 0 exactly). */
+	 * (0 / span is 0 exactly).  The earlier reading is looked up once,
+	 * not once a kind. */
+	static const uint64_t none[TDSTAT_WAIT_KIND_COUNT];
+	const uint64_t *earlier = before ? before->idle_by_kind_ns : none;
+
 	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
-		uint64_t kind = growth(before ? before->idle_by_kind_ns[k] : 0, now->idle_by_kind_ns[k]);
+		uint64_t kind = growth(earlier[k], now->idle_by_kind_ns[k]);
 
 		row->idle_by[k] = kind ? (double)kind / span : 0;
 	}
