@@ -100,6 +100,7 @@ static void row_from_record(struct tdstat_thread_row *row, bool interval, const 
 	static const uint64_t none[TDSTAT_WAIT_KIND_COUNT];
 	const uint64_t *earlier = before ? before->idle_by_kind_ns : none;
 
+#pragma GCC unroll 16
 	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
 		uint64_t kind = growth(earlier[k], now->idle_by_kind_ns[k]);
 
