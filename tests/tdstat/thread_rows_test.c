@@ -8,6 +8,7 @@
  * reading that had one), which would not add up to its idle share.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +274,210 @@ Test(thread_rows, text_rows_kept_from_the_last_line_are_never_stale)
 		free(got);
 	}
 	tdstat_output_close(&kept);
+	fclose(out);
+	free(text);
+}
+
+/*
+ * The same, over many lines made at random from the last one (a few
+ * figures, kinds, names or waits changed, threads come and go, a tid
+ * twice, rows out of order, -w's rows after them), against rows printed
+ * here with printf and a selection over every kind: each row whole, the
+ * kinds heaviest first and the first kind on a tie, every row under its
+ * header and before the object rows.  The shares are ones printf and
+ * format_text.c round alike (no hundredths tie).
+ */
+static const double random_shares[] = { 0, 0, 0, 0.004, 0.007, 0.25, 0.25, 0.3, 0.5, 0.5, 0.75, 1.0, 0.333 };
+static const char *const random_names[] = { "sleeper", "worker", "worker-2", "io", "" };
+
+static unsigned long long random_state;
+
+static unsigned random_below(unsigned n)
+{
+	random_state = random_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (unsigned)((random_state >> 33) % n);
+}
+
+static double random_share(void)
+{
+	return random_shares[random_below(sizeof(random_shares) / sizeof(random_shares[0]))];
+}
+
+static struct tdstat_thread_row random_row(void)
+{
+	struct tdstat_thread_row row = {
+		.pid = 1, .tid = (pid_t)(100 + random_below(20)), .tracked = random_below(6) != 0,
+		.shim_known = random_below(6) != 0, .state = TDSTAT_STATE_BLOCKED,
+		.object = random_below(3), .site = 0x2000 + random_below(2), .names_generation = 1,
+		.runnable = random_share(), .idle = random_share(), .has_kinds = random_below(5) != 0,
+		.has_kernel = random_below(2), .cpu = random_share(), .run_queue = random_share(),
+		.untracked = random_below(2) ? -1 : random_share(), .window_s = 0.01,
+		.kernel_window_s = random_below(5) ? 0.01 : 0.5,
+	};
+
+	row.name = random_names[random_below(5)];
+	row.wait_kind = row.tracked ? (int)random_below(TDSTAT_WAIT_KIND_COUNT + 1) - 1 : -1;
+	row.object_name = random_names[random_below(5)];
+	row.site_name = random_names[random_below(5)];
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		row.idle_by[k] = random_below(3) ? 0 : random_share();
+	return row;
+}
+
+static void random_change(struct tdstat_thread_row *row)
+{
+	switch (random_below(7)) {
+	case 0: row->idle_by[random_below(TDSTAT_WAIT_KIND_COUNT)] = random_share(); break;
+	case 1: row->idle = random_share(); break;
+	case 2: row->has_kernel = true, row->cpu = random_share(); break;
+	case 3: row->name = random_names[random_below(5)]; break;
+	case 4: row->wait_kind = (int)random_below(TDSTAT_WAIT_KIND_COUNT) - 1; break;
+	case 5: row->object_name = random_names[random_below(5)]; break;
+	default: row->site_name = random_names[random_below(5)]; break;
+	}
+}
+
+static void printf_share(char *text, size_t size, bool known, double share)
+{
+	if (known)
+		snprintf(text, size, "%.2f", share);
+	else
+		snprintf(text, size, "-");
+}
+
+/* A row of -t as tdstat(1) describes it, with printf. */
+static void printf_row(char *text, size_t size, const struct tdstat_thread_row *row)
+{
+	bool own = row->tracked && row->shim_known, shown[TDSTAT_WAIT_KIND_COUNT] = { false };
+	char runnable[32], cpu[32], run_queue[32], idle[32], untracked[32], kinds[512] = "", wait[512];
+	size_t used = 0;
+
+	printf_share(runnable, sizeof(runnable), own, row->runnable);
+	printf_share(cpu, sizeof(cpu), row->has_kernel, row->cpu);
+	printf_share(run_queue, sizeof(run_queue), row->has_kernel, row->run_queue);
+	printf_share(idle, sizeof(idle), own, row->idle);
+	printf_share(untracked, sizeof(untracked), row->untracked >= 0, row->untracked);
+	for (;;) {
+		int heaviest = -1;
+
+		for (int k = 0; own && row->has_kinds && k < TDSTAT_WAIT_KIND_COUNT; k++)
+			if (!shown[k] && row->idle_by[k] >= 0.005 && (heaviest < 0 || row->idle_by[k] > row->idle_by[heaviest]))
+				heaviest = k;
+		if (heaviest < 0)
+			break;
+		shown[heaviest] = true;
+		used += (size_t)snprintf(kinds + used, sizeof(kinds) - used, "%s%s %.2f", used ? " " : "",
+					 td_wait_kind_name((unsigned)heaviest), row->idle_by[heaviest]);
+	}
+	if (!used)
+		snprintf(kinds, sizeof(kinds), "-");
+	if (!row->tracked)
+		snprintf(wait, sizeof(wait), "(no record: not tracked)");
+	else if (row->wait_kind < 0)
+		snprintf(wait, sizeof(wait), "-");
+	else if (row->site_name[0])
+		snprintf(wait, sizeof(wait), "%s %s in %s", td_wait_kind_name((unsigned)row->wait_kind),
+			 row->object_name, row->site_name);
+	else
+		snprintf(wait, sizeof(wait), "%s %s at 0x%" PRIx64, td_wait_kind_name((unsigned)row->wait_kind),
+			 row->object_name, row->site);
+	snprintf(text, size, "%8d %-16s %8s %6s %6s %6s %9s  %-30s %s\n", (int)row->tid, row->name, runnable, cpu,
+		 run_queue, idle, untracked, kinds, wait);
+}
+
+Test(thread_rows, text_rows_over_random_lines_are_printf_s)
+{
+	enum { LINES = 3000, MOST = 12 };
+	struct tdstat_thread_row rows[MOST + 1];
+	size_t count = 0;
+	char *text = NULL, expected[MOST * 1024 + 4096];
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+	struct tdstat_object_row object = { .pid = 1, .kind = TDSTAT_WAIT_COND, .object = 1, .site = 0x40,
+					    .waiting = 0.5, .object_name = "parked", .site_name = "in_cond" };
+
+	cr_assert_not_null(out);
+	random_state = 11;
+	struct tdstat_output output = text_output(out);
+
+	output.objects = true;
+	for (int l = 0; l < LINES; l++) {
+		struct tdstat_interval line = { .pid = 1, .untracked = -1, .window_s = 0.01 };
+		size_t used = 0, objects = random_below(3);
+
+		if (count && random_below(4)) {
+			/* The last line's rows, mostly as they were. */
+			for (unsigned c = random_below(3); c; c--)
+				random_change(&rows[random_below((unsigned)count)]);
+			if (random_below(5) == 0 && count > 1) {
+				size_t gone = random_below((unsigned)count);
+
+				memmove(&rows[gone], &rows[gone + 1], (count - gone - 1) * sizeof(*rows));
+				count--;
+			}
+			if (random_below(5) == 0 && count < MOST)
+				rows[count++] = random_row();
+		} else {
+			count = random_below(MOST + 1);
+			for (size_t i = 0; i < count; i++)
+				rows[i] = random_row();
+		}
+		/* Sorted by tid (tdstat_thread_rows), a tid maybe twice; now
+		 * and then the first and last rows swapped. */
+		for (size_t i = 1; i < count; i++)
+			for (size_t j = i; j > 0 && rows[j - 1].tid > rows[j].tid; j--) {
+				struct tdstat_thread_row swap = rows[j];
+
+				rows[j] = rows[j - 1];
+				rows[j - 1] = swap;
+			}
+		if (count > 1 && random_below(10) == 0) {
+			struct tdstat_thread_row swap = rows[0];
+
+			rows[0] = rows[count - 1];
+			rows[count - 1] = swap;
+		}
+
+		line.nthreads = (int)count;
+		tdstat_output_begin(&output);
+		tdstat_output_process(&output, &line);
+		for (size_t i = 0; i < count; i++)
+			tdstat_output_thread(&output, &rows[i]);
+		for (size_t i = 0; i < objects; i++)
+			tdstat_output_object(&output, &object);
+		tdstat_output_end(&output);
+		fflush(out);
+
+		/* From the line's own row on (its clock moves). */
+		char *block = text + size;
+
+		while (block > text && !(block[-1] == '\n' && strncmp(block, "TIME ", 5) == 0))
+			block--;
+		block = strchr(block, '\n') + 1;
+		block = strchr(block, '\n') + 1;
+		if (count && rows[0].has_kernel && rows[0].kernel_window_s > rows[0].window_s * 1.5)
+			used += (size_t)snprintf(expected + used, sizeof(expected) - used,
+						 "     TID NAME             RUNNABLE    CPU   RUNQ   IDLE UNTRACKED  IDLE BY KIND"
+						 "                   WAITING NOW IN  (CPU RUNQ UNTRACKED: last %.2fs)\n",
+						 rows[0].kernel_window_s);
+		else if (count)
+			used += (size_t)snprintf(expected + used, sizeof(expected) - used,
+						 "     TID NAME             RUNNABLE    CPU   RUNQ   IDLE UNTRACKED  IDLE BY KIND"
+						 "                   WAITING NOW IN\n");
+		for (size_t i = 0; i < count; i++) {
+			printf_row(expected + used, sizeof(expected) - used, &rows[i]);
+			used += strlen(expected + used);
+		}
+		if (objects)
+			used += (size_t)snprintf(expected + used, sizeof(expected) - used,
+						 "KIND      WAITING  OBJECT                                   CALLER\n");
+		for (size_t i = 0; i < objects; i++)
+			used += (size_t)snprintf(expected + used, sizeof(expected) - used, "%-8s %8.2f  %-40s %s\n",
+						 td_wait_kind_name(TDSTAT_WAIT_COND), 0.5, "parked", "in_cond");
+		snprintf(expected + used, sizeof(expected) - used, "\n");
+		cr_assert_str_eq(block, expected, "line %d:\n%s--- expected:\n%s", l + 1, block, expected);
+	}
+	tdstat_output_close(&output);
 	fclose(out);
 	free(text);
 }
