@@ -407,7 +407,9 @@ static td_err_e thread_decode(const struct tddb_geometry *geometry, const struct
 		uint64_t left = acc_tracked - acc_runnable, most_part = 0;
 		int most = 0;
 		/* Without branches: which kinds a thread has is anyone's guess
-		 * from one record to the next. */
+		 * from one record to the next.  Unrolled (a loop over every
+		 * record's kinds). */
+#pragma GCC unroll 16
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
 			uint64_t part = tddb_min_u64(detail->acc_idle_ns[k], left);
 
@@ -1426,10 +1428,13 @@ static td_err_e add_thread(const struct tddb_thread *thread, void *context)
 	sums->tracked += thread->tracked_ns;
 	sums->runnable += thread->runnable_ns;
 	/* Without the details only the open interval has a kind: the
-	 * per-kind sums are not reported then. */
-	if (thread->detail)
+	 * per-kind sums are not reported then.  (The loops over the kinds of
+	 * every record are unrolled: their counting was a third of them.) */
+	if (thread->detail) {
+#pragma GCC unroll 16
 		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
 			sums->idle[k] += thread->idle_ns[k];
+	}
 	return sums->also ? sums->also(thread, sums->also_context) : TD_OK;
 }
 

@@ -36,9 +36,13 @@ struct text_state {
 	/* The last line's rows and this line's, for reuse (thread()). */
 	struct kept_rows before, now;
 	size_t before_at; /* the merge's place in `before` */
+	/* The rows of `now` are written in runs, not one by one (rows_flush):
+	 * how much of now.text is written already. */
+	size_t written;
 };
 
 static void rows_next_line(struct text_state *state);
+static void rows_flush(struct tdstat_output *output);
 
 static bool tables(const struct tdstat_output *output)
 {
@@ -183,11 +187,37 @@ static void kind_names_fill(void)
 	}
 }
 
+/* The kinds shown (at least SHOWN_MIN), heaviest first, the first kind
+ * on a tie, into `order`; returns how many.  One pass picks them out,
+ * then an insertion sort (stable) orders the few there are: most threads
+ * wait in one kind, and a selection over every kind for each shown one
+ * was a tenth of a -t row's cost. */
+static int kinds_order(const double *idle_by, uint8_t order[TDSTAT_WAIT_KIND_COUNT])
+{
+	int count = 0;
+
+	/* Unrolled: the loop's own counting was half of it. */
+#pragma GCC unroll 16
+	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
+		if (idle_by[k] >= SHOWN_MIN)
+			order[count++] = (uint8_t)k;
+	for (int i = 1; i < count; i++) {
+		uint8_t kind = order[i];
+		int at = i;
+
+		for (; at > 0 && idle_by[order[at - 1]] < idle_by[kind]; at--)
+			order[at] = order[at - 1];
+		order[at] = kind;
+	}
+	return count;
+}
+
 /* "cond 2.00 mutex 0.98 sleep 1.00": the kinds with idle time, heaviest
  * first (of a line or of a thread); returns its length. */
 static size_t idle_by_text(char *text, size_t size, bool has_kinds, const double *idle_by)
 {
-	bool shown[TDSTAT_WAIT_KIND_COUNT] = { false };
+	uint8_t order[TDSTAT_WAIT_KIND_COUNT];
+	int shown;
 	size_t used = 0;
 
 	text[0] = '\0';
@@ -196,15 +226,9 @@ static size_t idle_by_text(char *text, size_t size, bool has_kinds, const double
 		return 1;
 	}
 	kind_names_fill();
-	for (;;) {
-		int heaviest = -1;
-
-		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			if (!shown[k] && idle_by[k] >= SHOWN_MIN && (heaviest < 0 || idle_by[k] > idle_by[heaviest]))
-				heaviest = k;
-		if (heaviest < 0 || used >= size)
-			break;
-		shown[heaviest] = true;
+	shown = kinds_order(idle_by, order);
+	for (int i = 0; i < shown && used < size; i++) {
+		int heaviest = order[i];
 		char share[24];
 		size_t name_length = kind_name_length[heaviest];
 		size_t share_length = share_text(share, sizeof(share), true, idle_by[heaviest]);
@@ -303,6 +327,7 @@ static void process(struct tdstat_output *output, const struct tdstat_interval *
 {
 	struct text_state *state = output->state;
 
+	rows_flush(output);
 	if (output->mode == TDSTAT_OUTPUT_LIST) {
 		list_row(output->out, line);
 		return;
@@ -398,7 +423,6 @@ static bool share_key(bool known, double share, int16_t *key)
 static bool row_key_of(const struct tdstat_thread_row *row, struct row_key *key)
 {
 	bool own = row->tracked && row->shim_known;
-	bool shown[TDSTAT_WAIT_KIND_COUNT] = { false };
 
 	memset(key, 0, sizeof(*key));
 	key->tid = row->tid;
@@ -418,20 +442,10 @@ static bool row_key_of(const struct tdstat_thread_row *row, struct row_key *key)
 		return true;
 	}
 	/* idle_by_text's order: heaviest first, the first kind on a tie. */
-	for (;;) {
-		int heaviest = -1;
-
-		for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++)
-			if (!shown[k] && row->idle_by[k] >= SHOWN_MIN &&
-			    (heaviest < 0 || row->idle_by[k] > row->idle_by[heaviest]))
-				heaviest = k;
-		if (heaviest < 0)
-			break;
-		shown[heaviest] = true;
-		if (!share_key(true, row->idle_by[heaviest], &key->kind_share[key->kinds_shown]))
+	key->kinds_shown = (uint8_t)kinds_order(row->idle_by, key->kind_order);
+	for (int i = 0; i < key->kinds_shown; i++)
+		if (!share_key(true, row->idle_by[key->kind_order[i]], &key->kind_share[i]))
 			return false;
-		key->kind_order[key->kinds_shown++] = (uint8_t)heaviest;
-	}
 	return true;
 }
 
@@ -447,19 +461,21 @@ static const struct kept_row *row_before(struct text_state *state, const struct 
 	return NULL;
 }
 
-/* Kept for the next line (rows in increasing tid order only). */
-static void row_keep(struct text_state *state, const struct row_key *key, const char *text, size_t length)
+/* Kept for the next line (rows in increasing tid order only), and to be
+ * written with the rows next to it (rows_flush); false when it is not
+ * kept (the caller writes it itself). */
+static bool row_keep(struct text_state *state, const struct row_key *key, const char *text, size_t length)
 {
 	struct kept_rows *now = &state->now;
 
 	if (now->count && now->rows[now->count - 1].key.tid >= key->tid)
-		return;
+		return false;
 	if (now->count == now->capacity) {
 		size_t grown = now->capacity ? 2 * now->capacity : 256;
 		struct kept_row *rows = realloc(now->rows, grown * sizeof(*rows));
 
 		if (!rows)
-			return;
+			return false;
 		now->rows = rows;
 		now->capacity = grown;
 	}
@@ -471,16 +487,35 @@ static void row_keep(struct text_state *state, const struct row_key *key, const 
 			grown *= 2;
 		text_room = realloc(now->text, grown);
 		if (!text_room)
-			return;
+			return false;
 		now->text = text_room;
 		now->room = grown;
 	}
 	memcpy(now->text + now->used, text, length);
 	now->rows[now->count++] = (struct kept_row){ .key = *key, .text_at = now->used, .length = length };
 	now->used += length;
+	return true;
 }
 
-/* A new line: its rows are compared with the last line's. */
+/*
+ * The kept rows not yet written, in one write.  A row kept is written
+ * from its copy in now.text, with the rows after it, when something else
+ * is about to be written: every callback but thread() starts here, and
+ * thread() before a row or header of its own.  An fwrite per row (its
+ * locking and bookkeeping) cost as much as copying the row.
+ */
+static void rows_flush(struct tdstat_output *output)
+{
+	struct text_state *state = output->state;
+
+	if (!state || state->now.used <= state->written)
+		return;
+	fwrite(state->now.text + state->written, 1, state->now.used - state->written, output->out);
+	state->written = state->now.used;
+}
+
+/* A new line: its rows are compared with the last line's (the last
+ * line's all written: process() flushed them). */
 static void rows_next_line(struct text_state *state)
 {
 	struct kept_rows done = state->before;
@@ -490,6 +525,7 @@ static void rows_next_line(struct text_state *state)
 	state->now.count = 0;
 	state->now.used = 0;
 	state->before_at = 0;
+	state->written = 0;
 }
 
 /* -t: the columns of tdstat(1), "Threads". */
@@ -525,9 +561,13 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 	if (keyed) {
 		const struct kept_row *before = row_before(state, &key);
 
+		/* now.text is another buffer than before.text: the copy's
+		 * source stays where it is. */
+		if (before && row_keep(state, &key, state->before.text + before->text_at, before->length))
+			return;
 		if (before) {
+			rows_flush(output);
 			fwrite(state->before.text + before->text_at, 1, before->length, output->out);
-			row_keep(state, &key, state->before.text + before->text_at, before->length);
 			return;
 		}
 	}
@@ -573,9 +613,10 @@ static void thread(struct tdstat_output *output, const struct tdstat_thread_row 
 		}
 	}
 	*text.at++ = '\n';
+	if (keyed && row_keep(state, &key, line, (size_t)(text.at - line)))
+		return;
+	rows_flush(output);
 	fwrite(line, 1, (size_t)(text.at - line), output->out);
-	if (keyed)
-		row_keep(state, &key, line, (size_t)(text.at - line));
 }
 
 /* -w: the columns of tdstat(1), "Objects"; rows under SHOWN_MIN left out. */
@@ -584,6 +625,7 @@ static void object(struct tdstat_output *output, const struct tdstat_object_row 
 	char name[TDSTAT_NAME_SIZE * (TDSTAT_SEEN_MAX + 1)], caller[TDSTAT_NAME_SIZE];
 	size_t used = 0;
 
+	rows_flush(output);
 	table_header(output, PRINTED_OBJECT, "KIND      WAITING  OBJECT                                   CALLER\n");
 	if (row->waiting < SHOWN_MIN)
 		return;
@@ -613,6 +655,7 @@ static void sync_row(struct tdstat_output *output, const struct tdstat_sync_row 
 	char state[32], owner[TDSTAT_COMM_SIZE + 16], waiters[1024];
 	size_t used = 0;
 
+	rows_flush(output);
 	table_header(output, PRINTED_SYNC,
 		     "SYNC     OBJECT                                   STATE         OWNER                    WAITERS\n");
 	switch (row->type) {
@@ -653,6 +696,7 @@ static void deadlocks(struct tdstat_output *output, pid_t pid, const struct tdst
 {
 	char text[4096];
 
+	rows_flush(output);
 	(void)pid;
 	for (size_t i = 0; i < count; i++) {
 		tdstat_deadlock_text(&cycles[i], text, sizeof(text));
@@ -662,6 +706,7 @@ static void deadlocks(struct tdstat_output *output, pid_t pid, const struct tdst
 
 static void end(struct tdstat_output *output)
 {
+	rows_flush(output);
 	if (tables(output))
 		fputc('\n', output->out);
 }
@@ -677,6 +722,7 @@ static void close_output(struct tdstat_output *output)
 {
 	struct text_state *state = output->state;
 
+	rows_flush(output);
 	if (state) {
 		kept_rows_free(&state->before);
 		kept_rows_free(&state->now);
@@ -694,6 +740,7 @@ static void summary(struct tdstat_output *output, const struct tdstat_interval *
 {
 	FILE *out = output->out;
 
+	rows_flush(output);
 	fprintf(out, "\n Thread statistics of '%s' (pid %d), %.3f s%s:\n\n",
 		output->command ? output->command : line->comm, (int)line->pid, line->window_s,
 		line->totals.enabled ? ", the whole run" : ", up to when gathering was turned off");
@@ -723,6 +770,7 @@ static void sync_stats_row(struct tdstat_output *output, const struct tdstat_syn
 	FILE *out = output->out;
 	const char *separator = "";
 
+	rows_flush(output);
 	fprintf(out, "%-32s %-6s %12.3f  ", row->object_name, tdstat_sync_type_name(row->type), row->sleep_ns / 1e6);
 #define FIELD(type_, member, name)                                                               \
 	if (row->type == TD_SYNC_##type_) {                                                       \
@@ -740,6 +788,7 @@ static void sync_table_row(struct tdstat_output *output, const struct tdstat_syn
 {
 	const td_sync_table_t *table = &row->table;
 
+	rows_flush(output);
 	if (table->st_overflow == 0)
 		return;
 	fprintf(output->out,

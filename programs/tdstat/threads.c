@@ -96,9 +96,14 @@ static void row_from_record(struct tdstat_thread_row *row, bool interval, const 
 	if (!row->has_kinds)
 		return;
 	/* Most kinds of most threads did not grow: no division for them
-	 * (0 / span is 0 exactly). */
+	 * (0 / span is 0 exactly).  The earlier reading is looked up once,
+	 * not once a kind. */
+	static const uint64_t none[TDSTAT_WAIT_KIND_COUNT];
+	const uint64_t *earlier = before ? before->idle_by_kind_ns : none;
+
+#pragma GCC unroll 16
 	for (int k = 0; k < TDSTAT_WAIT_KIND_COUNT; k++) {
-		uint64_t kind = growth(before ? before->idle_by_kind_ns[k] : 0, now->idle_by_kind_ns[k]);
+		uint64_t kind = growth(earlier[k], now->idle_by_kind_ns[k]);
 
 		row->idle_by[k] = kind ? (double)kind / span : 0;
 	}
@@ -250,17 +255,33 @@ static void names_trim(void)
 	}
 }
 
+/* The rows are the threads of the last naming, in the same order: their
+ * entries are named again where they are (most lines of a program whose
+ * threads stay). */
+static bool same_threads(const struct tdstat_thread_row *rows, size_t count)
+{
+	if (count != kept_names.count || !count)
+		return false;
+	for (size_t r = 0; r < count; r++)
+		if (rows[r].tid != kept_names.entries[r].tid || rows[r].pid != kept_names.entries[r].pid)
+			return false;
+	return true;
+}
+
 void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat_thread_row *rows, size_t count)
 {
-	struct thread_names *entries = malloc((count ? count : 1) * sizeof(*entries));
+	struct thread_names *entries;
 	uint64_t now = tdstat_monotonic_ns();
 	size_t old = 0, made = 0;
 	pid_t last_tid = 0;
+	bool in_place;
 
 	if (kept_names.symbolizer != symbolizer)
 		tdstat_thread_names_forget();
 	kept_names.symbolizer = symbolizer;
 	names_trim();
+	in_place = same_threads(rows, count);
+	entries = in_place ? kept_names.entries : malloc((count ? count : 1) * sizeof(*entries));
 	for (size_t r = 0; r < count; r++) {
 		struct tdstat_thread_row *row = &rows[r];
 		struct thread_names *names;
@@ -271,12 +292,15 @@ void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat
 			continue;
 		names = &entries[made++];
 		/* Rows come sorted by tid (tdstat_thread_rows): a merge with
-		 * the kept entries.  Rows out of order get fresh names. */
-		if (r == 0 || row->tid > last_tid)
+		 * the kept entries.  Rows out of order get fresh names.  In
+		 * place, the entry is this very thread's already. */
+		if (!in_place && (r == 0 || row->tid > last_tid))
 			while (old < kept_names.count && kept_names.entries[old].tid < row->tid)
 				old++;
-		if ((r == 0 || row->tid > last_tid) && old < kept_names.count &&
-		    kept_names.entries[old].tid == row->tid && kept_names.entries[old].pid == row->pid) {
+		if (in_place) {
+			/* named again below */
+		} else if ((r == 0 || row->tid > last_tid) && old < kept_names.count &&
+			   kept_names.entries[old].tid == row->tid && kept_names.entries[old].pid == row->pid) {
 			*names = kept_names.entries[old++];
 		} else {
 			*names = (struct thread_names){ .pid = row->pid, .tid = row->tid, .wait_kind = -1,
@@ -307,6 +331,8 @@ void tdstat_thread_rows_name(struct tdstat_symbolizer *symbolizer, struct tdstat
 		row->object_name = names->object_name;
 		row->site_name = names->site_name;
 	}
+	if (in_place)
+		return;
 	free(kept_names.entries);
 	kept_names.entries = entries;
 	kept_names.count = made;
