@@ -97,10 +97,13 @@ struct tdstat_interval {
 struct tdstat_kernel_sample {
 	uint64_t taken_ns;   /* CLOCK_MONOTONIC */
 	uint64_t cost_ns;    /* what taking it took */
-	/* The whole machine's steal at the same moment (/proc/stat, USER_HZ
-	 * ticks): time the hypervisor ran something else on our vCPUs. */
-	bool steal_known;
-	uint64_t steal_ticks;
+	/* The whole machine's steal (/proc/stat, USER_HZ ticks): time the
+	 * hypervisor ran something else on our vCPUs.  Read at most once a
+	 * second (kernel.c): the last reading, at steal_taken_ns (0: at
+	 * taken_ns), and the one before it. */
+	bool steal_known, steal_before_known;
+	uint64_t steal_ticks, steal_taken_ns;
+	uint64_t steal_before_ticks, steal_before_taken_ns;
 	size_t count;
 	struct tdstat_kernel_thread {
 		pid_t tid;

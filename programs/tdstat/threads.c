@@ -513,26 +513,41 @@ static size_t overlay_kernel(struct tdstat_thread_row **rows_io, size_t count, c
  * stolen counts neither as CPU nor as run-queue wait in its schedstat
  * (the scheduler's task clock leaves steal out), yet the shim counts it
  * runnable: it shows as untracked, up to the steal itself (tdstat(1)).
- * /proc/stat counts in USER_HZ ticks, each reading rounded down: the
- * difference may be off by one tick, *resolution.
+ * /proc/stat is read at most once a second (kernel.c): between two
+ * readings of it, the steal of the line is that between them; a line
+ * within one reading's second gets the steal between that reading and
+ * the one before.  /proc/stat counts in USER_HZ ticks, each reading
+ * rounded down: the difference may be off by one tick, *resolution.
  */
+static uint64_t steal_taken_ns(const struct tdstat_kernel_sample *sample)
+{
+	return sample->steal_taken_ns ? sample->steal_taken_ns : sample->taken_ns;
+}
+
 static double steal_between(const struct tdstat_kernel_sample *from, const struct tdstat_kernel_sample *to,
 			    double *resolution)
 {
 	static long ticks_per_second;
+	uint64_t from_ticks = from->steal_ticks, from_ns = steal_taken_ns(from), to_ns = steal_taken_ns(to);
+	bool from_known = from->steal_known;
 	double interval_s;
 
 	*resolution = 0;
-	if (!from->steal_known || !to->steal_known || to->taken_ns <= from->taken_ns ||
-	    to->steal_ticks < from->steal_ticks)
+	if (to_ns <= from_ns) {
+		/* The same reading at both ends: the second before it. */
+		from_known = to->steal_before_known;
+		from_ticks = to->steal_before_ticks;
+		from_ns = to->steal_before_taken_ns;
+	}
+	if (!from_known || !to->steal_known || to_ns <= from_ns || to->steal_ticks < from_ticks)
 		return -1;
 	if (!ticks_per_second)
 		ticks_per_second = sysconf(_SC_CLK_TCK);
 	if (ticks_per_second <= 0)
 		return -1;
-	interval_s = (double)(to->taken_ns - from->taken_ns) / 1e9;
+	interval_s = (double)(to_ns - from_ns) / 1e9;
 	*resolution = 1 / (double)ticks_per_second / interval_s;
-	return (double)(to->steal_ticks - from->steal_ticks) / (double)ticks_per_second / interval_s;
+	return (double)(to->steal_ticks - from_ticks) / (double)ticks_per_second / interval_s;
 }
 
 size_t tdstat_thread_rows_carried(pid_t pid, const struct tdstat_reading *from,

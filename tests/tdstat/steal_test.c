@@ -123,6 +123,50 @@ Test(steal_interval, unknown_at_either_end_is_unknown)
 	cr_expect_lt(line_between(NULL, &to).steal, 0);
 }
 
+/* /proc/stat is read at most once a second: two samples within that
+ * second carry the same reading, and the line between them takes the
+ * steal between that reading and the one before it. */
+Test(steal_interval, within_one_reading_the_second_before_it)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	struct tdstat_reading from = reading(3 * SECOND, true, 1000), to = reading(3 * SECOND + SECOND / 100, true, 1000);
+
+	from.kernel.steal_taken_ns = to.kernel.steal_taken_ns = 3 * SECOND;
+	to.kernel.steal_before_known = true;
+	to.kernel.steal_before_ticks = 1000 - (uint64_t)hz / 4;
+	to.kernel.steal_before_taken_ns = 2 * SECOND;
+
+	struct tdstat_kernel_line line = line_between(&from, &to);
+
+	/* A quarter of a second stolen over the second before. */
+	cr_expect(fabs(line.steal - 0.25) < 1e-9, "steal %f", line.steal);
+	cr_expect(fabs(line.steal_resolution - 1 / (double)hz) < 1e-9, "resolution %f", line.steal_resolution);
+	/* No reading before: unknown, not 0. */
+	to.kernel.steal_before_known = false;
+	cr_expect_lt(line_between(&from, &to).steal, 0);
+}
+
+/* The command's own kernel samples of this very process, back to back:
+ * the second does not read /proc/stat again (20-27 us cold on a small
+ * VM, as much as the rest of a plain line's kernel reading). */
+Test(steal_interval, proc_stat_read_at_most_once_a_second)
+{
+	struct tdstat_kernel_sample first = { 0 }, second = { 0 };
+
+	cr_assert(tdstat_kernel_sample(getpid(), &first, NULL, NULL, 0));
+	cr_assert(tdstat_kernel_sample(getpid(), &second, &first, NULL, 0));
+	if (!first.steal_known) {
+		tdstat_kernel_sample_free(&first);
+		tdstat_kernel_sample_free(&second);
+		cr_skip_test("/proc/stat gives no steal here");
+	}
+	cr_expect(second.steal_known);
+	cr_expect_eq(second.steal_taken_ns, first.steal_taken_ns);
+	cr_expect_eq(second.steal_ticks, first.steal_ticks);
+	tdstat_kernel_sample_free(&first);
+	tdstat_kernel_sample_free(&second);
+}
+
 /* --- the process line --- */
 
 static struct tdstat_interval line_of(double untracked, double steal, double steal_resolution)
