@@ -170,13 +170,19 @@ bool tdstat_steal_parse(const char *text, uint64_t *steal_ticks)
  * The machine's steal: /proc/stat stays open, read again from offset 0.
  * The kernel formats the whole file at every read (a line per CPU, every
  * interrupt's count: 20-27 us cold on this project's 2-CPU VM, as much as
- * the rest of a plain line's kernel reading), so it is read at most once
- * in STEAL_EVERY_NS; a sample in between carries the last two readings,
+ * the rest of a plain line's kernel reading), so it is read about once
+ * in STEAL_EVERY_NS (STEAL_EARLY_NS below); a sample in between carries the last two readings,
  * and a line shorter than that gets the steal over the last of them
  * (steal_between in threads.c).  Only the first line is copied out:
  * "cpu " and eight values of at most 20 digits fit in 256 bytes.
  */
 #define STEAL_EVERY_NS UINT64_C(1000000000)
+/* Lines of -i 1 are a second apart only give or take the wakeup's and
+ * the reading's jitter (absolute deadlines, watch.c): read again a tenth
+ * early rather than a line late, which skipped every other read at
+ * -i 1, giving one line the steal of the second wholly before it and
+ * the next that of two seconds. */
+#define STEAL_EARLY_NS (STEAL_EVERY_NS / 10)
 
 static struct {
 	int fd;
@@ -207,7 +213,7 @@ static void machine_steal(struct tdstat_kernel_sample *sample, uint64_t now_ns)
 {
 	uint64_t ticks;
 
-	if (!proc_stat.known[0] || now_ns - proc_stat.taken_ns[0] >= STEAL_EVERY_NS) {
+	if (!proc_stat.known[0] || now_ns - proc_stat.taken_ns[0] >= STEAL_EVERY_NS - STEAL_EARLY_NS) {
 		bool known = machine_steal_read(&ticks);
 
 		proc_stat.known[1] = proc_stat.known[0];

@@ -98,7 +98,7 @@ struct tdstat_kernel_sample {
 	uint64_t taken_ns;   /* CLOCK_MONOTONIC */
 	uint64_t cost_ns;    /* what taking it took */
 	/* The whole machine's steal (/proc/stat, USER_HZ ticks): time the
-	 * hypervisor ran something else on our vCPUs.  Read at most once a
+	 * hypervisor ran something else on our vCPUs.  Read about once a
 	 * second (kernel.c): the last reading, at steal_taken_ns (0: at
 	 * taken_ns), and the one before it. */
 	bool steal_known, steal_before_known;

@@ -513,7 +513,7 @@ static size_t overlay_kernel(struct tdstat_thread_row **rows_io, size_t count, c
  * stolen counts neither as CPU nor as run-queue wait in its schedstat
  * (the scheduler's task clock leaves steal out), yet the shim counts it
  * runnable: it shows as untracked, up to the steal itself (tdstat(1)).
- * /proc/stat is read at most once a second (kernel.c): between two
+ * /proc/stat is read about once a second (kernel.c): between two
  * readings of it, the steal of the line is that between them; a line
  * within one reading's second gets the steal between that reading and
  * the one before.  /proc/stat counts in USER_HZ ticks, each reading

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "format.h"
@@ -163,6 +164,33 @@ Test(steal_interval, proc_stat_read_at_most_once_a_second)
 	cr_expect(second.steal_known);
 	cr_expect_eq(second.steal_taken_ns, first.steal_taken_ns);
 	cr_expect_eq(second.steal_ticks, first.steal_ticks);
+	tdstat_kernel_sample_free(&first);
+	tdstat_kernel_sample_free(&second);
+}
+
+/* Lines of -i 1 come a second apart give or take the wakeup's jitter
+ * (absolute deadlines, watch.c): a sample a few microseconds short of a
+ * second after the last reading must still read again.  Carrying the
+ * reading there skipped every other line's read: one line got the
+ * steal of the second wholly before it, the next one that of two
+ * seconds (strace of tdstat -i 1 -c 12: 8 reads in 12 lines). */
+Test(steal_interval, a_line_of_one_second_reads_again)
+{
+	struct tdstat_kernel_sample first = { 0 }, second = { 0 };
+	struct timespec pause = { .tv_nsec = 950000000 };
+
+	cr_assert(tdstat_kernel_sample(getpid(), &first, NULL, NULL, 0));
+	while (nanosleep(&pause, &pause) < 0)
+		;
+	cr_assert(tdstat_kernel_sample(getpid(), &second, &first, NULL, 0));
+	if (!first.steal_known) {
+		tdstat_kernel_sample_free(&first);
+		tdstat_kernel_sample_free(&second);
+		cr_skip_test("/proc/stat gives no steal here");
+	}
+	cr_expect(second.steal_known);
+	cr_expect_gt(second.steal_taken_ns, first.steal_taken_ns, "the reading of a second before carried");
+	cr_expect_eq(second.steal_before_taken_ns, first.steal_taken_ns);
 	tdstat_kernel_sample_free(&first);
 	tdstat_kernel_sample_free(&second);
 }
