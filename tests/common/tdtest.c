@@ -322,6 +322,21 @@ uint64_t tdtest_monotonic_ns(void)
 	return tdstat_monotonic_ns();
 }
 
+double tdtest_steal_s(void)
+{
+	unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
+	FILE *f = fopen("/proc/stat", "r");
+	int fields = 0;
+
+	if (f) {
+		fields = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle, &iowait,
+				&irq, &softirq, &steal);
+		fclose(f);
+	}
+	long ticks = sysconf(_SC_CLK_TCK);
+	return fields == 8 && ticks > 0 ? (double)steal / (double)ticks : -1;
+}
+
 void tdtest_sleep_ms(long ms)
 {
 	struct timespec pause = { ms / 1000, (ms % 1000) * 1000000L };

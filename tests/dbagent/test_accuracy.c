@@ -6,7 +6,10 @@
  *              (time on a CPU + time waiting for one)
  *   running    the process CPU clock
  * Tolerances hold on a noisy 2-core machine; nothing asserts a duration.
- * Each run prints its figures on stderr.
+ * Each run prints its figures on stderr.  The kernel leaves out the time
+ * the hypervisor steals from a CPU that a thread wanted (tdtest.h): a
+ * window with steal is measured again, up to three times, and the last
+ * one allows tdstat above the kernel (or above the shape) by its steal.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -28,6 +31,7 @@ struct measurement {
 	double kernel_runnable, kernel_running;
 	int kernel_tasks;
 	double window_s;
+	double steal;  /* the machine's, in CPUs over the window; 0 unknown */
 };
 
 static double fraction(int num, int den)
@@ -35,7 +39,7 @@ static double fraction(int num, int den)
 	return (double)num / den;
 }
 
-static void measure(const char *mode, int threads, long param, struct measurement *m)
+static void measure_once(const char *mode, int threads, long param, struct measurement *m)
 {
 	struct live_target target;
 	struct ps_prochandle *ph;
@@ -50,6 +54,7 @@ static void measure(const char *mode, int threads, long param, struct measuremen
 
 	/* The window and the kernel's samples bracket each other as
 	 * tightly as two syscalls allow. */
+	double steal0 = tdtest_steal_s();
 	runnable0 = kernel_runnable_ns(target.pid);
 	cpu0 = kernel_cpu_ns(target.pid);
 	start = tdtest_monotonic_ns();
@@ -59,6 +64,7 @@ static void measure(const char *mode, int threads, long param, struct measuremen
 	runnable1 = kernel_runnable_ns(target.pid);
 	cpu1 = kernel_cpu_ns(target.pid);
 	end = tdtest_monotonic_ns();
+	double steal1 = tdtest_steal_s();
 	m->kernel_tasks = kernel_task_count(target.pid);
 
 	m->nthreads = stats.nthreads;
@@ -69,15 +75,25 @@ static void measure(const char *mode, int threads, long param, struct measuremen
 	m->idle = fraction(stats.nidle_num, stats.nidle_den);
 	m->kernel_runnable = (double)(runnable1 - runnable0) / (double)(end - start);
 	m->kernel_running = (double)(cpu1 - cpu0) / (double)(end - start);
+	m->steal = steal0 >= 0 && steal1 >= steal0 ? (steal1 - steal0) / ((double)(end - start) / 1e9) : 0;
 	fprintf(stderr,
 		"accuracy %-8s %2d threads param %3ld: nthreads %d tasks %d | lwps %.3f runnable %.3f "
-		"running %.3f idle %.3f | kernel runnable %.3f running %.3f\n",
+		"running %.3f idle %.3f | kernel runnable %.3f running %.3f | steal %.3f\n",
 		mode, threads, param, m->nthreads, m->kernel_tasks, m->lwps, m->runnable, m->running, m->idle,
-		m->kernel_runnable, m->kernel_running);
+		m->kernel_runnable, m->kernel_running, m->steal);
 
 	cr_assert_eq(td_ta_delete(ta), TD_OK);
 	tdps_close(ph);
 	cr_assert_eq(live_stop(&target), 0);
+}
+
+static void measure(const char *mode, int threads, long param, struct measurement *m)
+{
+	for (int attempt = 1; attempt <= 3; attempt++) {
+		measure_once(mode, threads, param, m);
+		if (m->steal < TDTEST_STEAL_SIGNIFICANT)
+			return;
+	}
 }
 
 /* Shape-independent checks every workload must pass. */
@@ -104,6 +120,15 @@ static void expect_near(double value, double expected, double tolerance, const c
 		      tolerance);
 }
 
+/* As expect_near, with tdstat allowed above by the window's steal. */
+static void expect_near_steal(const struct measurement *m, double value, double expected, double tolerance,
+			      const char *what)
+{
+	cr_assert(value >= expected - tolerance && value <= expected + tolerance + m->steal,
+		  "%s: %.3f, expected %.3f - %.3f + %.3f (%.3f of it the steal)", what, value, expected, tolerance,
+		  tolerance + m->steal, m->steal);
+}
+
 Test(accuracy, spinning_threads)
 {
 	struct measurement m;
@@ -111,7 +136,7 @@ Test(accuracy, spinning_threads)
 	measure("spin", 2, 0, &m);
 	expect_common(&m, 2);
 	expect_near(m.runnable, 2.0, 0.02, "runnable vs shape");
-	expect_near(m.runnable, m.kernel_runnable, 0.15, "runnable vs kernel");
+	expect_near_steal(&m, m.runnable, m.kernel_runnable, 0.15, "runnable vs kernel");
 	expect_near(m.idle, 1.0, 0.02, "idle: the main thread in poll");
 }
 
@@ -122,7 +147,7 @@ Test(accuracy, oversubscribed_spinners)
 	measure("spin", 4, 0, &m);
 	expect_common(&m, 4);
 	expect_near(m.runnable, 4.0, 0.02, "runnable vs shape");
-	expect_near(m.runnable, m.kernel_runnable, 0.3, "runnable vs kernel");
+	expect_near_steal(&m, m.runnable, m.kernel_runnable, 0.3, "runnable vs kernel");
 }
 
 Test(accuracy, duty_cycle)
@@ -133,7 +158,7 @@ Test(accuracy, duty_cycle)
 	measure("duty", 2, 20, &m);
 	expect_common(&m, 2);
 	expect_near(m.runnable, 1.0, 0.25, "runnable vs shape");
-	expect_near(m.runnable, m.kernel_runnable, 0.3, "runnable vs kernel");
+	expect_near_steal(&m, m.runnable, m.kernel_runnable, 0.3, "runnable vs kernel");
 }
 
 Test(accuracy, queue_on_one_mutex)
@@ -148,7 +173,7 @@ Test(accuracy, queue_on_one_mutex)
 	measure("mutex", 3, 5, &m);
 	expect_common(&m, 3);
 	cr_assert(m.runnable >= 0.9 && m.runnable <= 3.0, "runnable vs shape: %.3f", m.runnable);
-	expect_near(m.runnable, m.kernel_runnable, 0.35, "runnable vs kernel");
+	expect_near_steal(&m, m.runnable, m.kernel_runnable, 0.35, "runnable vs kernel");
 	cr_assert_geq(m.idle, 0.99, "idle %.3f: at least main", m.idle);
 }
 
@@ -162,8 +187,8 @@ Test(accuracy, sleeping_threads)
 	 * thread's time at 100 wake-ups a second on a busy machine. */
 	measure("sleep", 3, 10, &m);
 	expect_common(&m, 3);
-	expect_near(m.runnable, 0.0, 0.1, "runnable vs shape");
-	expect_near(m.runnable, m.kernel_runnable, 0.05, "runnable vs kernel");
+	expect_near_steal(&m, m.runnable, 0.0, 0.1, "runnable vs shape");
+	expect_near_steal(&m, m.runnable, m.kernel_runnable, 0.05, "runnable vs kernel");
 }
 
 Test(accuracy, condvar_waiters)
@@ -173,7 +198,7 @@ Test(accuracy, condvar_waiters)
 	measure("condvar", 3, 0, &m);
 	expect_common(&m, 3);
 	expect_near(m.runnable, 0.0, 0.01, "runnable vs shape");
-	expect_near(m.runnable, m.kernel_runnable, 0.02, "runnable vs kernel");
+	expect_near_steal(&m, m.runnable, m.kernel_runnable, 0.02, "runnable vs kernel");
 	/* All four blocked at the snapshot: idle is short of 4 only by the
 	 * snapshot's edge (tdtest.h). */
 	cr_assert_leq(m.idle, 4.0 + 1e-6, "idle %.6f", m.idle);

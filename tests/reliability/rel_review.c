@@ -278,21 +278,37 @@ static int runnable_as_kernel(const char *mode, double tolerance)
 		printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
 		return 77;
 	}
-	for (int attempt = 1; attempt <= 3; attempt++) {
+	/* The kernel leaves out what the hypervisor steals from a CPU a
+	 * thread wanted (tdtest.h): a try with steal does not count, and
+	 * after three such the last one allows tdstat above the kernel by
+	 * the steal. */
+	for (int attempt = 1, stolen_tries = 0; attempt <= 3 + stolen_tries; attempt++) {
+		uint64_t start = tdtest_monotonic_ns();
+		double steal0 = tdtest_steal_s();
 		if (!tdstat_run_json(args, &nthreads, &runnable, &window, NULL, &cpu, &wait))
 			return 1;
+		double steal1 = tdtest_steal_s(), span = (double)(tdtest_monotonic_ns() - start) / 1e9;
+		double steal = steal0 >= 0 && steal1 >= steal0 ? steal1 - steal0 : 0;
+		bool stolen = steal / span >= TDTEST_STEAL_SIGNIFICANT;
 		double counted = runnable * window, kernel = cpu + wait;
 		printf("runnable %.3f s; the threads' kernel figures: on a CPU %.3f s, waiting for one %.3f s; "
-		       "ratio %.3f\n", counted, cpu, wait, kernel > 0 ? counted / kernel : 0);
+		       "ratio %.3f; the machine's steal %.3f s over %.3f s\n",
+		       counted, cpu, wait, kernel > 0 ? counted / kernel : 0, steal, span);
 		if (kernel <= 0.1) {
 			rel_fail("no kernel figures (%.3f s): nothing to compare with", kernel);
 			break;
 		}
-		if (counted >= (1 - tolerance) * kernel && counted <= (1 + tolerance) * kernel)
+		bool last = attempt == 3 + stolen_tries;
+		if (stolen && !last && stolen_tries < 3) {
+			stolen_tries++;
+			continue;
+		}
+		double allowed = (1 + tolerance) * (kernel + (stolen ? steal : 0));
+		if (counted >= (1 - tolerance) * kernel && counted <= allowed)
 			return 0;
-		if (attempt == 3)
-			rel_fail("runnable %.3f s against the kernel's %.3f s: outside %.0f%% in 3 tries", counted,
-				 kernel, tolerance * 100);
+		if (last)
+			rel_fail("runnable %.3f s against the kernel's %.3f s (steal %.3f s): outside %.0f%% in %d tries",
+				 counted, kernel, steal, tolerance * 100, attempt);
 	}
 	return rel_failures ? 1 : 0;
 }
