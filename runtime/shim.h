@@ -231,6 +231,8 @@ bool tdshim_wake_from_other_cpu(unsigned int waker_cpu);
  * this is dated back from the waiter's return by no more than the CPU a
  * sleep takes (runtime/thread.c says why). */
 #define TDSHIM_REMOTE_WAKE_NS UINT64_C(50000)
+/* The kernel's cap on a readiness wait's timer slack (MAX_SLACK, fs/select.c). */
+#define TDSHIM_MAX_POLL_SLACK_NS UINT64_C(100000000)
 static inline void tdshim_wake_stamp_if_gathering(const void *object)
 {
 	if (tdshim_gathering())
@@ -238,7 +240,7 @@ static inline void tdshim_wake_stamp_if_gathering(const void *object)
 }
 
 /* The kernel's timer slack of this process (ns): a timed wait ends up to
- * this much after its deadline (runtime/thread.c takes half). */
+ * this much after its deadline, where runtime/thread.c dates its wake. */
 extern uint64_t tdshim_timer_slack_ns;
 
 /* Record slots (runtime/slots.c). */
@@ -305,7 +307,7 @@ static inline pid_t tdshim_cached_tid(void)
  * The wait's kind, object and call site go into the record.  The moment
  * the wait was woken comes from the wake-up stamps of wake_keys (the
  * objects whose wakers stamp), or from deadline_ns (a sleep or timeout
- * that ran its course: the deadline plus half the timer slack), whichever
+ * that ran its course: the deadline plus the timer's slack), whichever
  * applies; without either the thread counts as woken when it returns.
  */
 struct tdshim_wait_scope {

@@ -7,7 +7,7 @@
  * only when it runs again.  Wakers stamp the object they wake waiters of
  * (the slot of its address in a fixed table) just before the wake; a
  * waiter reads its objects' slots when its wait returns, and a timed wait
- * that ran its course was woken at its deadline plus half the timer slack.
+ * that ran its course was woken at its deadline plus the timer's slack.
  *
  * A slot is one 64-bit word, written and read whole, so it never tears:
  * the time (16 ns units, its low 50 bits), the waker's CPU (8 bits) and

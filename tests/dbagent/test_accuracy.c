@@ -77,8 +77,8 @@ static void measure_once(const char *mode, int threads, long param, struct measu
 	m->kernel_running = (double)(cpu1 - cpu0) / (double)(end - start);
 	m->steal = steal0 >= 0 && steal1 >= steal0 ? (steal1 - steal0) / ((double)(end - start) / 1e9) : 0;
 	fprintf(stderr,
-		"accuracy %-8s %2d threads param %3ld: nthreads %d tasks %d | lwps %.3f runnable %.3f "
-		"running %.3f idle %.3f | kernel runnable %.3f running %.3f | steal %.3f\n",
+		"accuracy %-8s %2d threads param %3ld: nthreads %d tasks %d | lwps %.3f runnable %.4f "
+		"running %.3f idle %.3f | kernel runnable %.4f running %.3f | steal %.3f\n",
 		mode, threads, param, m->nthreads, m->kernel_tasks, m->lwps, m->runnable, m->running, m->idle,
 		m->kernel_runnable, m->kernel_running, m->steal);
 
@@ -125,7 +125,7 @@ static void expect_near_steal(const struct measurement *m, double value, double 
 			      const char *what)
 {
 	cr_assert(value >= expected - tolerance && value <= expected + tolerance + m->steal,
-		  "%s: %.3f, expected %.3f - %.3f + %.3f (%.3f of it the steal)", what, value, expected, tolerance,
+		  "%s: %.4f, expected %.4f - %.4f + %.4f (%.4f of it the steal)", what, value, expected, tolerance,
 		  tolerance + m->steal, m->steal);
 }
 
@@ -189,6 +189,23 @@ Test(accuracy, sleeping_threads)
 	expect_common(&m, 3);
 	expect_near_steal(&m, m.runnable, 0.0, 0.1, "runnable vs shape");
 	expect_near_steal(&m, m.runnable, m.kernel_runnable, 0.05, "runnable vs kernel");
+}
+
+Test(accuracy, poll_timeouts)
+{
+	struct measurement m;
+
+	/* Two threads in poll() with a 400 ms timeout, which runs its
+	 * course: the kernel sets a readiness wait's timer 0.1% of the
+	 * timeout late (400 us), so the shim must date the wake there, not
+	 * at the deadline plus the 50 us timer slack of a sleep.  Per
+	 * timeout that leaves the timer's own lateness (under 100 us on an
+	 * idle guest), and 400 us more when the slack is wrong: over the
+	 * second's 5 timeouts, 0.0005 CPUs holds the first with margin and
+	 * fails the second. */
+	measure("poll", 2, 400, &m);
+	expect_common(&m, 2);
+	expect_near_steal(&m, m.runnable, m.kernel_runnable, 0.0005, "runnable vs kernel");
 }
 
 Test(accuracy, condvar_waiters)

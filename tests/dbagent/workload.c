@@ -106,6 +106,15 @@ static void *sleeper(void *unused)
 	return NULL;
 }
 
+/* Polls nothing: each call times out after the parameter. */
+static void *poller(void *unused)
+{
+	atomic_fetch_add(&started, 1);
+	for (;;)
+		poll(NULL, 0, (int)parameter_ms);
+	return NULL;
+}
+
 static void *waiter(void *unused)
 {
 	pthread_mutex_lock(&never_lock);
@@ -237,6 +246,8 @@ int main(int argc, char **argv)
 		routine = queuer;
 	else if (strcmp(mode, "sleep") == 0)
 		routine = sleeper;
+	else if (strcmp(mode, "poll") == 0)
+		routine = poller;
 	else if (strcmp(mode, "setconc") == 0)
 		pthread_setconcurrency((int)parameter_ms);
 	else if (strcmp(mode, "condvar") != 0)
