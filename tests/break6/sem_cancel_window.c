@@ -239,7 +239,8 @@ static int trace_run(const char *self, const char *shim)
 	const char *mode = shim ? "shim" : "bare";
 	struct range ranges[8];
 	int nranges = 0, ended = 0;
-	long length = 0, injected = 0, position = -1, shorter_turns = 0;
+	long length = 0, injected = 0, position = -1, shorter_turns = 0, unreached = 0, in_shim_count = 0;
+	bool at_mark = false; /* the waiter `tid` is stopped at its mark, unspent */
 	unsigned long last_rip = 0;
 
 	fflush(stdout);
@@ -300,8 +301,10 @@ static int trace_run(const char *self, const char *shim)
 				in_shim |= turn[position] >= ranges[i].start && turn[position] < ranges[i].end;
 		if (!in_shim)
 			continue;
-		if (injected)
+		in_shim_count++;
+		if (injected && !at_mark)
 			tid = next_mark(pid, tid, &ended);
+		at_mark = false;
 		if (tid < 0)
 			break;
 		if (position == length) {
@@ -326,9 +329,19 @@ static int trace_run(const char *self, const char *shim)
 				break;
 			shorter_turns++;
 		}
+		/* Still short after the tries: the traced turn took a path of
+		 * its own there (a clock renewal, a first-call branch) that
+		 * the waiters do not take again.  The position is left, the
+		 * waiter at its mark takes the next one; a few such are
+		 * allowed (below). */
+		if (!alive && status >= 0 && WIFSTOPPED(status) && WSTOPSIG(status) == SIGUSR2) {
+			unreached++;
+			at_mark = true;
+			continue;
+		}
 		if (!alive) {
-			printf("FAIL %s: the waiter stopped otherwise while stepped to instruction %ld\n", mode,
-			       position);
+			printf("FAIL %s: the waiter stopped otherwise while stepped to instruction %ld (status %#x)\n",
+			       mode, position, status);
 			kill(pid, SIGKILL);
 			return 1;
 		}
@@ -363,8 +376,13 @@ static int trace_run(const char *self, const char *shim)
 	if (describe_end(ended, mode, position, last_rip))
 		return 1;
 	printf("%s: %ld instructions a turn, %ld cancels, each at its own instruction, clean (%ld turns came back "
-	       "short and were stepped again)\n",
-	       mode, length, injected, shorter_turns);
+	       "short and were stepped again; %ld positions no waiter reached)\n",
+	       mode, length, injected, shorter_turns, unreached);
+	if (unreached * 10 > in_shim_count) {
+		printf("FAIL %s: %ld of %ld positions never reached again: the turns do not repeat\n", mode, unreached,
+		       in_shim_count);
+		return 1;
+	}
 	return injected ? 0 : 1;
 }
 
