@@ -3,8 +3,9 @@
  * Thread lifecycle: creation (the creator claims the record, so the time
  * before the new thread first runs counts as RUNNABLE), adoption of
  * threads the shim did not see created, and the end of tracking on every
- * exit path (a thread_local destructor runs on return, pthread_exit and
- * cancellation alike; the main thread ends at exit or in pthread_exit).
+ * exit path (the trampoline's cleanup on return and unwinding, a
+ * thread_local destructor of the shim's where that is not enough; the
+ * main thread ends at exit or in pthread_exit).
  * Also pthread_setconcurrency, and the wait scope.
  */
 #include <stdlib.h>
@@ -22,10 +23,8 @@ struct launch {
 };
 static struct launch launches[TDSTAT_RECORD_CAPACITY];
 
-/* glibc's registration of a thread_local destructor (what C++ uses), and
- * the handle of this object, which keeps it loaded while one is pending. */
-extern int __cxa_thread_atexit_impl(void (*destructor)(void *), void *object, void *dso_handle)
-	__attribute__((weak));
+/* The handle of this object, which keeps it loaded while a thread_local
+ * destructor of ours is pending. */
 extern void *__dso_handle;
 /* Inherited across fork with the rest of the thread's memory, like the
  * registration itself. */
@@ -88,23 +87,40 @@ void tdshim_thread_end(void)
 }
 
 /*
- * Ends tracking when the calling thread ends, without taking one of the
- * program's PTHREAD_KEYS_MAX thread keys: glibc runs thread_local
- * destructors (__call_tls_dtors) in start_thread after the start routine
- * returns, after pthread_exit and after cancellation, and in exit() for
- * the thread that calls it.  Not for the main thread: it would end at the
- * start of exit(), before the program's exit handlers have run, and a
- * main thread's pthread_exit runs no such destructor (see pthread_exit
- * below).  The registration allocates; should it fail, only process exit
- * ends the thread's tracking.
+ * Ends tracking when the calling thread ends, whatever way it leaves,
+ * without taking one of the program's PTHREAD_KEYS_MAX thread keys: glibc
+ * runs thread_local destructors (__call_tls_dtors) in start_thread after
+ * the start routine returns, after pthread_exit and after cancellation
+ * (after its longjmp, whatever the unwinding did), and in exit() for the
+ * thread that calls it; ours, registered before the program's, runs after
+ * them.  Not for the main thread: it would end at the start of exit(),
+ * before the program's exit handlers have run, and a main thread's
+ * pthread_exit runs no such destructor (see pthread_exit below).
+ *
+ * The registration allocates (glibc's calloc): in a thread that never
+ * allocates, a malloc cache set up and flushed, about 1,900 instructions,
+ * more than half of what the shim adds to a create+join.  So a thread
+ * the trampoline started registers only when it must (see trampoline):
+ * an adopted thread, a thread that registers a thread_local destructor of
+ * its own, one that turns on asynchronous cancellation, and one that
+ * calls pthread_exit.  Should it fail, only process exit ends the
+ * thread's tracking.
  */
 static void register_exit_hook(bool main_thread_possible)
 {
-	if (exit_hook_registered || !__cxa_thread_atexit_impl)
+	if (exit_hook_registered || !tdshim_real___cxa_thread_atexit_impl)
 		return;
 	if (main_thread_possible && tdshim_cached_tid() == getpid())
 		return;
-	exit_hook_registered = __cxa_thread_atexit_impl(end_tracking_at_thread_exit, NULL, &__dso_handle) == 0;
+	exit_hook_registered =
+		tdshim_real___cxa_thread_atexit_impl(end_tracking_at_thread_exit, NULL, &__dso_handle) == 0;
+}
+
+/* The end of the trampoline's frame, on return or unwinding. */
+static void end_tracking_unless_hooked(bool *unused)
+{
+	if (!exit_hook_registered)
+		end_tracking();
 }
 
 /* Runs in the thread itself, first thing, on the record its creator (or
@@ -172,6 +188,19 @@ void tdshim_thread_adopt(void)
 	register_exit_hook(true);
 }
 
+/*
+ * A thread the shim started ends its tracking as it leaves the start
+ * routine: on return, and on the unwinding of pthread_exit or a deferred
+ * cancellation (the shim is built with -fexceptions, so the cleanup runs
+ * as the unwinding passes this frame).  The exit hook takes over where
+ * that is not enough (register_exit_hook): a thread_local destructor of
+ * the program's own (so its waits stay tracked), asynchronous
+ * cancellation (whose unwinding from an arbitrary instruction does not
+ * always reach this frame), pthread_exit (whatever the frames above have
+ * for unwinding).  One case remains: a deferred cancellation in a thread
+ * whose own frames have no unwind tables, which glibc ends with a longjmp
+ * past this frame, stays tracked until the process exits.
+ */
 static void *trampoline(void *argument)
 {
 	struct launch *launch = argument;
@@ -183,7 +212,12 @@ static void *trampoline(void *argument)
 		free(launch);
 		begin_tracking(NULL);
 	}
-	register_exit_hook(false);
+	/* A thread that must register (the program's first request came
+	 * before this one started) registers now. */
+	if (CMM_LOAD_SHARED(tdshim_cancel_requested))
+		register_exit_hook(false);
+	bool leaving __attribute__((cleanup(end_tracking_unless_hooked))) = true;
+	(void)leaving;
 	return copy.start_routine(copy.argument);
 }
 
@@ -231,6 +265,8 @@ TDSHIM_EXPORT void pthread_exit(void *value)
 	tdshim_ensure_init();
 	if (tdshim_cached_tid() == getpid())
 		end_tracking();
+	else
+		register_exit_hook(false);
 	if (caa_unlikely(!tdshim_real_pthread_exit))
 		abort();
 	tdshim_real_pthread_exit(value);
@@ -238,6 +274,30 @@ TDSHIM_EXPORT void pthread_exit(void *value)
 }
 
 int tdshim_cancel_requested;
+
+/* A thread that turns on asynchronous cancellation gets the exit hook
+ * first (see trampoline).  Once per thread. */
+TDSHIM_EXPORT int pthread_setcanceltype(int type, int *old_type)
+{
+	TDSHIM_REQUIRE_PTHREAD(pthread_setcanceltype);
+	if (type == PTHREAD_CANCEL_ASYNCHRONOUS && !exit_hook_registered && !tdshim_self.exited)
+		register_exit_hook(true);
+	return tdshim_real_pthread_setcanceltype(type, old_type);
+}
+
+/* The program's first thread_local destructor in a thread: ours first, so
+ * that it runs after the program's (glibc runs them last registered
+ * first), and the waits in theirs count. */
+int __cxa_thread_atexit_impl(void (*destructor)(void *), void *object, void *dso_handle);
+TDSHIM_EXPORT int __cxa_thread_atexit_impl(void (*destructor)(void *), void *object, void *dso_handle)
+{
+	tdshim_ensure_init();
+	if (caa_unlikely(!tdshim_real___cxa_thread_atexit_impl))
+		return -1;
+	if (!exit_hook_registered && !tdshim_self.exited && (tdshim_self.record || tdshim_self.overflow))
+		register_exit_hook(true);
+	return tdshim_real___cxa_thread_atexit_impl(destructor, object, dso_handle);
+}
 
 TDSHIM_EXPORT int pthread_cancel(pthread_t thread)
 {

@@ -841,10 +841,15 @@ __attribute__((noinline, noclone)) TDSHIM_BLOCKING_PATH static int
 semaphore_futex_wait_cancelable(uint64_t *word, int operation, const struct timespec *abstime)
 {
 	int type = PTHREAD_CANCEL_DEFERRED, error = 0;
+	/* libc's own, not the shim's wrapper (runtime/thread.c), which
+	 * would take this for the program's asynchronous cancellation. */
+	int (*setcanceltype)(int, int *) = tdshim_real_pthread_setcanceltype;
 
-	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	if (setcanceltype)
+		setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
 	long result = tdshim_futex6(word, operation, 0, abstime, 0, FUTEX_BITSET_MATCH_ANY);
-	pthread_setcanceltype(type, NULL);
+	if (setcanceltype)
+		setcanceltype(type, NULL);
 	if (result < 0)
 		error = (int)-result;
 	return error;

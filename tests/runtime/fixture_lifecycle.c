@@ -5,7 +5,11 @@
  * HOW is the way the thread ends: return, exit (pthread_exit), exit_altstack
  * (pthread_exit in a signal handler on the alternate stack), cancel_cond,
  * cancel_join, cancel_sem (cancelled while waiting in that call), detached
- * (returns, nobody joins), create_failure (pthread_create fails).
+ * (returns, nobody joins), create_failure (pthread_create fails),
+ * exit_no_unwind (pthread_exit from a frame without unwind tables),
+ * cancel_async_no_unwind (asynchronous cancellation in such a frame),
+ * tls_dtor_waits (returns, then waits in a thread_local destructor of its
+ * own: still tracked there, state_in_destructor and live_in_destructor).
  *
  * Prints live_before, live_after_create (just after pthread_create
  * returned), tid_recorded (the thread found its own record with its tid),
@@ -15,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "fixture.h"
+#include "fixture_lifecycle.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -29,12 +34,13 @@
 
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static sem_t start_gate, hold_gate;
+sem_t start_gate, hold_gate;
+static sem_t destructor_entered, destructor_gate;
 static pid_t thread_tid;
 static int tid_recorded;
 static pthread_t helper;
 
-static void publish_self(void)
+void publish_self(void)
 {
 	pid_t tid = fx_gettid();
 
@@ -46,6 +52,28 @@ static void *returns(void *arg)
 {
 	(void)arg;
 	sem_wait(&start_gate);
+	publish_self();
+	sem_wait(&hold_gate);
+	return (void *)42;
+}
+
+/* glibc's registration of a thread_local destructor, what C++ calls. */
+extern int __cxa_thread_atexit_impl(void (*destructor)(void *), void *object, void *dso_handle);
+extern void *__dso_handle;
+
+static void waits_in_destructor(void *arg)
+{
+	(void)arg;
+	sem_post(&destructor_entered);
+	sem_wait(&destructor_gate);
+}
+
+static void *returns_into_destructor(void *arg)
+{
+	(void)arg;
+	sem_wait(&start_gate);
+	if (__cxa_thread_atexit_impl(waits_in_destructor, NULL, &__dso_handle) != 0)
+		fx_die("__cxa_thread_atexit_impl failed");
 	publish_self();
 	sem_wait(&hold_gate);
 	return (void *)42;
@@ -182,6 +210,8 @@ int main(int argc, char **argv)
 	fx_region();
 	sem_init(&start_gate, 0, 0);
 	sem_init(&hold_gate, 0, 0);
+	sem_init(&destructor_entered, 0, 0);
+	sem_init(&destructor_gate, 0, 0);
 	live_before = fx_live_records();
 	printf("live_before=%d\n", live_before);
 	if (!strcmp(how, "create_failure"))
@@ -203,6 +233,15 @@ int main(int argc, char **argv)
 		live_before++;
 	} else if (!strcmp(how, "cancel_sem")) {
 		body = waits_on_sem;
+	} else if (!strcmp(how, "exit_no_unwind")) {
+		body = lifecycle_exits_without_unwind_tables;
+		expected = (void *)43;
+	} else if (!strcmp(how, "cancel_async_no_unwind")) {
+		body = lifecycle_async_cancel_without_unwind_tables;
+		expected = PTHREAD_CANCELED;
+	} else if (!strcmp(how, "tls_dtor_waits")) {
+		body = returns_into_destructor;
+		expected = (void *)42;
 	} else {
 		fx_die("unknown way to end: %s", how);
 	}
@@ -226,6 +265,15 @@ int main(int argc, char **argv)
 		pthread_cancel(thread);
 	else
 		sem_post(&hold_gate);
+	if (body == returns_into_destructor) {
+		/* Past its start routine, inside its own thread_local
+		 * destructor, waiting: still tracked, and BLOCKED. */
+		sem_wait(&destructor_entered);
+		printf("state_in_destructor=%s\n",
+		       fx_wait_state(tid, TDSTAT_STATE_BLOCKED) ? "BLOCKED" : "never-BLOCKED");
+		printf("live_in_destructor=%d\n", fx_live_records() - live_before);
+		sem_post(&destructor_gate);
+	}
 	if (detached) {
 		printf("joined=1\n");
 		printf("live_after=%d\n", fx_wait_live(live_before) ? 0 : fx_live_records() - live_before);

@@ -50,6 +50,23 @@ Test(lifecycle, cancelled_in_cond_wait) { expect_tracked_until_end("cancel_cond"
 Test(lifecycle, cancelled_in_join) { expect_tracked_until_end("cancel_join"); }
 Test(lifecycle, cancelled_in_sem_wait) { expect_tracked_until_end("cancel_sem"); }
 Test(lifecycle, detached_end_by_return) { expect_tracked_until_end("detached"); }
+/* glibc ends these with a longjmp past the shim's trampoline: the unwinding
+ * stops at the thread's own frames, which have no unwind tables. */
+Test(lifecycle, pthread_exit_without_unwind_tables) { expect_tracked_until_end("exit_no_unwind"); }
+Test(lifecycle, async_cancel_without_unwind_tables) { expect_tracked_until_end("cancel_async_no_unwind"); }
+
+/* A thread_local destructor of the program's runs after the start routine
+ * returned: the thread is still tracked there, its waits count. */
+Test(lifecycle, tracked_in_own_thread_local_destructor)
+{
+	struct rt_output out = run("tls_dtor_waits");
+
+	rt_expect_string(&out, "state_in_destructor", "BLOCKED");
+	rt_expect_int(&out, "live_in_destructor", 1);
+	rt_expect_int(&out, "joined", 1);
+	rt_expect_int(&out, "live_after", 0);
+	rt_free(&out);
+}
 
 Test(lifecycle, failed_create_leaves_no_record)
 {

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Thread bodies of rt_lifecycle compiled without unwind tables
+ * (tests/runtime/CMakeLists.txt): a cancellation or pthread_exit that
+ * unwinds from here stops at these frames, and glibc ends the thread with
+ * a longjmp to start_thread, past the shim's trampoline.  Its tracking
+ * must end anyway (runtime/thread.c: the exit hook).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+
+#include "fixture_lifecycle.h"
+
+void *lifecycle_exits_without_unwind_tables(void *arg)
+{
+	(void)arg;
+	sem_wait(&start_gate);
+	publish_self();
+	sem_wait(&hold_gate);
+	pthread_exit((void *)43);
+}
+
+void *lifecycle_async_cancel_without_unwind_tables(void *arg)
+{
+	(void)arg;
+	sem_wait(&start_gate);
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+	publish_self();
+	for (;;)
+		sem_wait(&hold_gate);
+	return NULL;
+}
