@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <unwind.h>
 
 #include "shim.h"
 #include "counter_clock.h"
@@ -257,15 +258,48 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	return error;
 }
 
+static _Unwind_Reason_Code find_trampoline(struct _Unwind_Context *context, void *argument)
+{
+	bool *found = argument;
+
+	if (_Unwind_GetRegionStart(context) != (_Unwind_Ptr)trampoline)
+		return _URC_NO_REASON;
+	*found = true;
+	return _URC_END_OF_STACK;
+}
+
+/*
+ * Whether pthread_exit's unwinding, which walks the same frames with the
+ * same tables, will pass the trampoline and run its cleanup.  Asked
+ * rather than registering the exit hook at every pthread_exit: the
+ * registration takes the dynamic loader's lock (glibc's
+ * __cxa_thread_atexit_impl, against a racing dlclose), and a thread that
+ * a library's constructor starts and joins would wait for that lock for
+ * ever (dlopen holds it while the constructor runs), where bare glibc's
+ * pthread_exit, its unwinder loaded, takes no such lock.
+ */
+static bool unwinding_reaches_trampoline(void)
+{
+	bool found = false;
+
+	_Unwind_Backtrace(find_trampoline, &found);
+	return found;
+}
+
 /* glibc ends a main thread that calls pthread_exit without running
  * thread_local destructors: its tracking ends here.  (A cancelled main
- * thread is tracked until the process exits.) */
+ * thread is tracked until the process exits.)  Another thread keeps its
+ * tracking through the unwinding (the waits of its cleanup handlers
+ * count): the trampoline's cleanup ends it, or, where the unwinding
+ * stops short of the trampoline (frames without unwind tables), the exit
+ * hook. */
 TDSHIM_EXPORT void pthread_exit(void *value)
 {
 	tdshim_ensure_init();
 	if (tdshim_cached_tid() == getpid())
 		end_tracking();
-	else
+	else if (!exit_hook_registered && !tdshim_self.exited && (tdshim_self.record || tdshim_self.overflow) &&
+		 !unwinding_reaches_trampoline())
 		register_exit_hook(false);
 	if (caa_unlikely(!tdshim_real_pthread_exit))
 		abort();

@@ -9,7 +9,9 @@
  * exit_no_unwind (pthread_exit from a frame without unwind tables),
  * cancel_async_no_unwind (asynchronous cancellation in such a frame),
  * tls_dtor_waits (returns, then waits in a thread_local destructor of its
- * own: still tracked there, state_in_destructor and live_in_destructor).
+ * own: still tracked there, state_in_destructor and live_in_destructor),
+ * exit_in_constructor (pthread_exit in a thread that a library's
+ * constructor starts and joins during dlopen: module_joined, live_after).
  *
  * Prints live_before, live_after_create (just after pthread_create
  * returned), tid_recorded (the thread found its own record with its tid),
@@ -21,6 +23,7 @@
 #include "fixture.h"
 #include "fixture_lifecycle.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -196,6 +199,34 @@ static int create_failure(int live_before)
 	return 0;
 }
 
+static void *exits_early(void *arg)
+{
+	(void)arg;
+	pthread_exit(NULL);
+}
+
+static int exit_in_constructor(int live_before)
+{
+	pthread_t thread;
+
+	/* glibc loads its unwinder (a dlopen, the loader's lock) at the first
+	 * pthread_exit: done here, bare glibc's pthread_exit in the
+	 * constructor takes no loader lock. */
+	if (pthread_create(&thread, NULL, exits_early, NULL) != 0 || pthread_join(thread, NULL) != 0)
+		fx_die("first thread failed");
+	fflush(stdout);
+	/* A hang is this test's failure: end it early, with nothing printed. */
+	alarm(FX_TIMEOUT_MS / 1000 + 1);
+	void *module = dlopen(LIFECYCLE_MODULE, RTLD_NOW);
+	if (!module)
+		fx_die("dlopen: %s", dlerror());
+	alarm(0);
+	const int *joined = dlsym(module, "lifecycle_module_joined");
+	printf("module_joined=%d\n", joined && *joined);
+	printf("live_after=%d\n", fx_live_records() - live_before);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *(*body)(void *) = NULL;
@@ -216,6 +247,8 @@ int main(int argc, char **argv)
 	printf("live_before=%d\n", live_before);
 	if (!strcmp(how, "create_failure"))
 		return create_failure(live_before);
+	if (!strcmp(how, "exit_in_constructor"))
+		return exit_in_constructor(live_before);
 	if (!strcmp(how, "return") || detached) {
 		body = returns;
 		expected = (void *)42;

@@ -78,3 +78,16 @@ Test(lifecycle, failed_create_leaves_no_record)
 	rt_expect_int(&out, "abandoned_counted", 1);
 	rt_free(&out);
 }
+
+/* pthread_exit in a thread that a library's constructor starts and joins:
+ * dlopen holds the loader's lock meanwhile, which glibc's
+ * __cxa_thread_atexit_impl takes.  The shim registered its exit hook at
+ * every pthread_exit and the program hung. */
+Test(lifecycle, pthread_exit_in_thread_joined_by_constructor)
+{
+	struct rt_output out = run("exit_in_constructor");
+
+	rt_expect_int(&out, "module_joined", 1);
+	rt_expect_int(&out, "live_after", 0);
+	rt_free(&out);
+}
