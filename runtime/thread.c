@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <threads.h>
 #include <unwind.h>
 
 #include "shim.h"
@@ -293,7 +294,7 @@ static bool unwinding_reaches_trampoline(void)
  * count): the trampoline's cleanup ends it, or, where the unwinding
  * stops short of the trampoline (frames without unwind tables), the exit
  * hook. */
-TDSHIM_EXPORT void pthread_exit(void *value)
+static void before_thread_exit(void)
 {
 	tdshim_ensure_init();
 	if (tdshim_cached_tid() == getpid())
@@ -301,9 +302,25 @@ TDSHIM_EXPORT void pthread_exit(void *value)
 	else if (!exit_hook_registered && !tdshim_self.exited && (tdshim_self.record || tdshim_self.overflow) &&
 		 !unwinding_reaches_trampoline())
 		register_exit_hook(false);
+}
+
+TDSHIM_EXPORT void pthread_exit(void *value)
+{
+	before_thread_exit();
 	if (caa_unlikely(!tdshim_real_pthread_exit))
 		abort();
 	tdshim_real_pthread_exit(value);
+	__builtin_unreachable();
+}
+
+/* C11's: glibc's thrd_exit calls its own pthread_exit directly, past the
+ * wrapper above, and the same unwinding follows. */
+TDSHIM_EXPORT void thrd_exit(int result)
+{
+	before_thread_exit();
+	if (caa_unlikely(!tdshim_real_thrd_exit))
+		abort();
+	tdshim_real_thrd_exit(result);
 	__builtin_unreachable();
 }
 

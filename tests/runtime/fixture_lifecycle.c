@@ -7,6 +7,7 @@
  * cancel_join, cancel_sem (cancelled while waiting in that call), detached
  * (returns, nobody joins), create_failure (pthread_create fails),
  * exit_no_unwind (pthread_exit from a frame without unwind tables),
+ * thrd_exit_no_unwind (C11's thrd_exit from such a frame),
  * cancel_async_no_unwind (asynchronous cancellation in such a frame),
  * tls_dtor_waits (returns, then waits in a thread_local destructor of its
  * own: still tracked there, state_in_destructor and live_in_destructor),
@@ -268,6 +269,9 @@ int main(int argc, char **argv)
 		body = waits_on_sem;
 	} else if (!strcmp(how, "exit_no_unwind")) {
 		body = lifecycle_exits_without_unwind_tables;
+		expected = (void *)43;
+	} else if (!strcmp(how, "thrd_exit_no_unwind")) {
+		body = lifecycle_thrd_exits_without_unwind_tables;
 		expected = (void *)43;
 	} else if (!strcmp(how, "cancel_async_no_unwind")) {
 		body = lifecycle_async_cancel_without_unwind_tables;

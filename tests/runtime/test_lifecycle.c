@@ -53,6 +53,7 @@ Test(lifecycle, detached_end_by_return) { expect_tracked_until_end("detached"); 
 /* glibc ends these with a longjmp past the shim's trampoline: the unwinding
  * stops at the thread's own frames, which have no unwind tables. */
 Test(lifecycle, pthread_exit_without_unwind_tables) { expect_tracked_until_end("exit_no_unwind"); }
+Test(lifecycle, thrd_exit_without_unwind_tables) { expect_tracked_until_end("thrd_exit_no_unwind"); }
 Test(lifecycle, async_cancel_without_unwind_tables) { expect_tracked_until_end("cancel_async_no_unwind"); }
 
 /* A thread_local destructor of the program's runs after the start routine
