@@ -326,12 +326,41 @@ TDSHIM_EXPORT void thrd_exit(int result)
 
 int tdshim_cancel_requested;
 
-/* A thread that turns on asynchronous cancellation gets the exit hook
- * first (see trampoline).  Once per thread. */
+static _Unwind_Reason_Code find_signal_frame(struct _Unwind_Context *context, void *argument)
+{
+	bool *found = argument;
+	int signal_frame = 0;
+
+	_Unwind_GetIPInfo(context, &signal_frame);
+	if (!signal_frame)
+		return _URC_NO_REASON;
+	*found = true;
+	return _URC_END_OF_STACK;
+}
+
+/* Whether the caller runs in a signal handler: the stack holds a signal
+ * frame (the unwinder tells them apart by their tables). */
+static bool in_signal_handler(void)
+{
+	bool found = false;
+
+	_Unwind_Backtrace(find_signal_frame, &found);
+	return found;
+}
+
+/*
+ * A thread that turns on asynchronous cancellation gets the exit hook
+ * first (see trampoline).  Once per thread.  Not from a signal handler:
+ * the registration allocates, and a handler that interrupted malloc would
+ * wait for ever for the lock its own thread holds, where glibc's
+ * pthread_setcanceltype takes none.  There the trampoline's cleanup alone
+ * ends the thread (DESIGN.md).
+ */
 TDSHIM_EXPORT int pthread_setcanceltype(int type, int *old_type)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_setcanceltype);
-	if (type == PTHREAD_CANCEL_ASYNCHRONOUS && !exit_hook_registered && !tdshim_self.exited)
+	if (type == PTHREAD_CANCEL_ASYNCHRONOUS && !exit_hook_registered && !tdshim_self.exited &&
+	    !in_signal_handler())
 		register_exit_hook(true);
 	return tdshim_real_pthread_setcanceltype(type, old_type);
 }

@@ -13,6 +13,8 @@
  * own: still tracked there, state_in_destructor and live_in_destructor),
  * exit_in_constructor (pthread_exit in a thread that a library's
  * constructor starts and joins during dlopen: module_joined, live_after).
+ * async_in_handler (threads that allocate turn asynchronous cancellation
+ * on and off in a signal handler, as glibc allows: all_joined, live_after).
  *
  * Prints live_before, live_after_create (just after pthread_create
  * returned), tid_recorded (the thread found its own record with its tid),
@@ -228,6 +230,69 @@ static int exit_in_constructor(int live_before)
 	return 0;
 }
 
+static int stop_allocating;
+
+static void toggle_cancel_type(int signal)
+{
+	int type;
+
+	(void)signal;
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	pthread_setcanceltype(type, NULL);
+}
+
+/* Sizes past malloc's per-thread cache: most of the time in malloc's
+ * locked part, where the signal lands. */
+static void *allocates(void *arg)
+{
+	unsigned int size = 3000;
+
+	(void)arg;
+	while (!__atomic_load_n(&stop_allocating, __ATOMIC_RELAXED)) {
+		/* Through a volatile pointer: the compiler may drop a
+		 * calloc that is freed unused. */
+		void *volatile block = calloc(1, size);
+
+		free(block);
+		size = size % 1024 + 3000;
+	}
+	return (void *)42;
+}
+
+static int async_in_handler(int live_before)
+{
+	enum { THREADS = 2, ROUNDS = 20 };
+	struct sigaction action = { .sa_handler = toggle_cancel_type };
+	int joined = 0;
+
+	sigaction(SIGUSR2, &action, NULL);
+	fflush(stdout);
+	/* A hang is this test's failure: end it early, with nothing printed. */
+	alarm(FX_TIMEOUT_MS / 1000 + 1);
+	for (int round = 0; round < ROUNDS; round++) {
+		pthread_t threads[THREADS];
+
+		__atomic_store_n(&stop_allocating, 0, __ATOMIC_RELAXED);
+		for (int i = 0; i < THREADS; i++)
+			if (pthread_create(&threads[i], NULL, allocates, NULL) != 0)
+				fx_die("pthread_create failed");
+		usleep(2000);
+		for (int i = 0; i < THREADS; i++)
+			pthread_kill(threads[i], SIGUSR2);
+		usleep(1000);
+		__atomic_store_n(&stop_allocating, 1, __ATOMIC_RELAXED);
+		for (int i = 0; i < THREADS; i++) {
+			void *result = NULL;
+
+			joined += pthread_join(threads[i], &result) == 0 && result == (void *)42;
+		}
+	}
+	alarm(0);
+	printf("all_joined=%d\n", joined == THREADS * ROUNDS);
+	printf("live_after=%d\n", fx_live_records() - live_before);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *(*body)(void *) = NULL;
@@ -250,6 +315,8 @@ int main(int argc, char **argv)
 		return create_failure(live_before);
 	if (!strcmp(how, "exit_in_constructor"))
 		return exit_in_constructor(live_before);
+	if (!strcmp(how, "async_in_handler"))
+		return async_in_handler(live_before);
 	if (!strcmp(how, "return") || detached) {
 		body = returns;
 		expected = (void *)42;

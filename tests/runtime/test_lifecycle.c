@@ -92,3 +92,15 @@ Test(lifecycle, pthread_exit_in_thread_joined_by_constructor)
 	rt_expect_int(&out, "live_after", 0);
 	rt_free(&out);
 }
+
+/* pthread_setcanceltype(ASYNCHRONOUS) in a signal handler that interrupted
+ * malloc: the shim's registration (glibc's calloc) waited for the lock its
+ * own thread held, and the program hung. */
+Test(lifecycle, async_cancel_type_in_signal_handler)
+{
+	struct rt_output out = run("async_in_handler");
+
+	rt_expect_int(&out, "all_joined", 1);
+	rt_expect_int(&out, "live_after", 0);
+	rt_free(&out);
+}
