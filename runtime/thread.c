@@ -10,6 +10,8 @@
  */
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <threads.h>
+#include <unwind.h>
 
 #include "shim.h"
 #include "counter_clock.h"
@@ -257,30 +259,108 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	return error;
 }
 
+static _Unwind_Reason_Code find_trampoline(struct _Unwind_Context *context, void *argument)
+{
+	bool *found = argument;
+
+	if (_Unwind_GetRegionStart(context) != (_Unwind_Ptr)trampoline)
+		return _URC_NO_REASON;
+	*found = true;
+	return _URC_END_OF_STACK;
+}
+
+/*
+ * Whether pthread_exit's unwinding, which walks the same frames with the
+ * same tables, will pass the trampoline and run its cleanup.  Asked
+ * rather than registering the exit hook at every pthread_exit: the
+ * registration takes the dynamic loader's lock (glibc's
+ * __cxa_thread_atexit_impl, against a racing dlclose), and a thread that
+ * a library's constructor starts and joins would wait for that lock for
+ * ever (dlopen holds it while the constructor runs), where bare glibc's
+ * pthread_exit, its unwinder loaded, takes no such lock.
+ */
+static bool unwinding_reaches_trampoline(void)
+{
+	bool found = false;
+
+	_Unwind_Backtrace(find_trampoline, &found);
+	return found;
+}
+
 /* glibc ends a main thread that calls pthread_exit without running
  * thread_local destructors: its tracking ends here.  (A cancelled main
- * thread is tracked until the process exits.) */
-TDSHIM_EXPORT void pthread_exit(void *value)
+ * thread is tracked until the process exits.)  Another thread keeps its
+ * tracking through the unwinding (the waits of its cleanup handlers
+ * count): the trampoline's cleanup ends it, or, where the unwinding
+ * stops short of the trampoline (frames without unwind tables), the exit
+ * hook. */
+static void before_thread_exit(void)
 {
 	tdshim_ensure_init();
 	if (tdshim_cached_tid() == getpid())
 		end_tracking();
-	else
+	else if (!exit_hook_registered && !tdshim_self.exited && (tdshim_self.record || tdshim_self.overflow) &&
+		 !unwinding_reaches_trampoline())
 		register_exit_hook(false);
+}
+
+TDSHIM_EXPORT void pthread_exit(void *value)
+{
+	before_thread_exit();
 	if (caa_unlikely(!tdshim_real_pthread_exit))
 		abort();
 	tdshim_real_pthread_exit(value);
 	__builtin_unreachable();
 }
 
+/* C11's: glibc's thrd_exit calls its own pthread_exit directly, past the
+ * wrapper above, and the same unwinding follows. */
+TDSHIM_EXPORT void thrd_exit(int result)
+{
+	before_thread_exit();
+	if (caa_unlikely(!tdshim_real_thrd_exit))
+		abort();
+	tdshim_real_thrd_exit(result);
+	__builtin_unreachable();
+}
+
 int tdshim_cancel_requested;
 
-/* A thread that turns on asynchronous cancellation gets the exit hook
- * first (see trampoline).  Once per thread. */
+static _Unwind_Reason_Code find_signal_frame(struct _Unwind_Context *context, void *argument)
+{
+	bool *found = argument;
+	int signal_frame = 0;
+
+	_Unwind_GetIPInfo(context, &signal_frame);
+	if (!signal_frame)
+		return _URC_NO_REASON;
+	*found = true;
+	return _URC_END_OF_STACK;
+}
+
+/* Whether the caller runs in a signal handler: the stack holds a signal
+ * frame (the unwinder tells them apart by their tables). */
+static bool in_signal_handler(void)
+{
+	bool found = false;
+
+	_Unwind_Backtrace(find_signal_frame, &found);
+	return found;
+}
+
+/*
+ * A thread that turns on asynchronous cancellation gets the exit hook
+ * first (see trampoline).  Once per thread.  Not from a signal handler:
+ * the registration allocates, and a handler that interrupted malloc would
+ * wait for ever for the lock its own thread holds, where glibc's
+ * pthread_setcanceltype takes none.  There the trampoline's cleanup alone
+ * ends the thread (DESIGN.md).
+ */
 TDSHIM_EXPORT int pthread_setcanceltype(int type, int *old_type)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_setcanceltype);
-	if (type == PTHREAD_CANCEL_ASYNCHRONOUS && !exit_hook_registered && !tdshim_self.exited)
+	if (type == PTHREAD_CANCEL_ASYNCHRONOUS && !exit_hook_registered && !tdshim_self.exited &&
+	    !in_signal_handler())
 		register_exit_hook(true);
 	return tdshim_real_pthread_setcanceltype(type, old_type);
 }

@@ -7,9 +7,14 @@
  * cancel_join, cancel_sem (cancelled while waiting in that call), detached
  * (returns, nobody joins), create_failure (pthread_create fails),
  * exit_no_unwind (pthread_exit from a frame without unwind tables),
+ * thrd_exit_no_unwind (C11's thrd_exit from such a frame),
  * cancel_async_no_unwind (asynchronous cancellation in such a frame),
  * tls_dtor_waits (returns, then waits in a thread_local destructor of its
- * own: still tracked there, state_in_destructor and live_in_destructor).
+ * own: still tracked there, state_in_destructor and live_in_destructor),
+ * exit_in_constructor (pthread_exit in a thread that a library's
+ * constructor starts and joins during dlopen: module_joined, live_after).
+ * async_in_handler (threads that allocate turn asynchronous cancellation
+ * on and off in a signal handler, as glibc allows: all_joined, live_after).
  *
  * Prints live_before, live_after_create (just after pthread_create
  * returned), tid_recorded (the thread found its own record with its tid),
@@ -21,6 +26,7 @@
 #include "fixture.h"
 #include "fixture_lifecycle.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -196,6 +202,97 @@ static int create_failure(int live_before)
 	return 0;
 }
 
+static void *exits_early(void *arg)
+{
+	(void)arg;
+	pthread_exit(NULL);
+}
+
+static int exit_in_constructor(int live_before)
+{
+	pthread_t thread;
+
+	/* glibc loads its unwinder (a dlopen, the loader's lock) at the first
+	 * pthread_exit: done here, bare glibc's pthread_exit in the
+	 * constructor takes no loader lock. */
+	if (pthread_create(&thread, NULL, exits_early, NULL) != 0 || pthread_join(thread, NULL) != 0)
+		fx_die("first thread failed");
+	fflush(stdout);
+	/* A hang is this test's failure: end it early, with nothing printed. */
+	alarm(FX_TIMEOUT_MS / 1000 + 1);
+	void *module = dlopen(LIFECYCLE_MODULE, RTLD_NOW);
+	if (!module)
+		fx_die("dlopen: %s", dlerror());
+	alarm(0);
+	const int *joined = dlsym(module, "lifecycle_module_joined");
+	printf("module_joined=%d\n", joined && *joined);
+	printf("live_after=%d\n", fx_live_records() - live_before);
+	return 0;
+}
+
+static int stop_allocating;
+
+static void toggle_cancel_type(int signal)
+{
+	int type;
+
+	(void)signal;
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	pthread_setcanceltype(type, NULL);
+}
+
+/* Sizes past malloc's per-thread cache: most of the time in malloc's
+ * locked part, where the signal lands. */
+static void *allocates(void *arg)
+{
+	unsigned int size = 3000;
+
+	(void)arg;
+	while (!__atomic_load_n(&stop_allocating, __ATOMIC_RELAXED)) {
+		/* Through a volatile pointer: the compiler may drop a
+		 * calloc that is freed unused. */
+		void *volatile block = calloc(1, size);
+
+		free(block);
+		size = size % 1024 + 3000;
+	}
+	return (void *)42;
+}
+
+static int async_in_handler(int live_before)
+{
+	enum { THREADS = 2, ROUNDS = 20 };
+	struct sigaction action = { .sa_handler = toggle_cancel_type };
+	int joined = 0;
+
+	sigaction(SIGUSR2, &action, NULL);
+	fflush(stdout);
+	/* A hang is this test's failure: end it early, with nothing printed. */
+	alarm(FX_TIMEOUT_MS / 1000 + 1);
+	for (int round = 0; round < ROUNDS; round++) {
+		pthread_t threads[THREADS];
+
+		__atomic_store_n(&stop_allocating, 0, __ATOMIC_RELAXED);
+		for (int i = 0; i < THREADS; i++)
+			if (pthread_create(&threads[i], NULL, allocates, NULL) != 0)
+				fx_die("pthread_create failed");
+		usleep(2000);
+		for (int i = 0; i < THREADS; i++)
+			pthread_kill(threads[i], SIGUSR2);
+		usleep(1000);
+		__atomic_store_n(&stop_allocating, 1, __ATOMIC_RELAXED);
+		for (int i = 0; i < THREADS; i++) {
+			void *result = NULL;
+
+			joined += pthread_join(threads[i], &result) == 0 && result == (void *)42;
+		}
+	}
+	alarm(0);
+	printf("all_joined=%d\n", joined == THREADS * ROUNDS);
+	printf("live_after=%d\n", fx_live_records() - live_before);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *(*body)(void *) = NULL;
@@ -216,6 +313,10 @@ int main(int argc, char **argv)
 	printf("live_before=%d\n", live_before);
 	if (!strcmp(how, "create_failure"))
 		return create_failure(live_before);
+	if (!strcmp(how, "exit_in_constructor"))
+		return exit_in_constructor(live_before);
+	if (!strcmp(how, "async_in_handler"))
+		return async_in_handler(live_before);
 	if (!strcmp(how, "return") || detached) {
 		body = returns;
 		expected = (void *)42;
@@ -235,6 +336,9 @@ int main(int argc, char **argv)
 		body = waits_on_sem;
 	} else if (!strcmp(how, "exit_no_unwind")) {
 		body = lifecycle_exits_without_unwind_tables;
+		expected = (void *)43;
+	} else if (!strcmp(how, "thrd_exit_no_unwind")) {
+		body = lifecycle_thrd_exits_without_unwind_tables;
 		expected = (void *)43;
 	} else if (!strcmp(how, "cancel_async_no_unwind")) {
 		body = lifecycle_async_cancel_without_unwind_tables;

@@ -9,6 +9,7 @@ extern sem_t start_gate, hold_gate;
 void publish_self(void);
 
 void *lifecycle_exits_without_unwind_tables(void *arg);
+void *lifecycle_thrd_exits_without_unwind_tables(void *arg);
 void *lifecycle_async_cancel_without_unwind_tables(void *arg);
 
 #endif

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <threads.h>
 
 #include "fixture_lifecycle.h"
 
@@ -18,6 +19,17 @@ void *lifecycle_exits_without_unwind_tables(void *arg)
 	publish_self();
 	sem_wait(&hold_gate);
 	pthread_exit((void *)43);
+}
+
+/* C11's thrd_exit in a thread pthread_create started: glibc's goes to its
+ * pthread_exit directly, never through the shim's pthread_exit. */
+void *lifecycle_thrd_exits_without_unwind_tables(void *arg)
+{
+	(void)arg;
+	sem_wait(&start_gate);
+	publish_self();
+	sem_wait(&hold_gate);
+	thrd_exit(43);
 }
 
 void *lifecycle_async_cancel_without_unwind_tables(void *arg)

@@ -53,6 +53,7 @@ Test(lifecycle, detached_end_by_return) { expect_tracked_until_end("detached"); 
 /* glibc ends these with a longjmp past the shim's trampoline: the unwinding
  * stops at the thread's own frames, which have no unwind tables. */
 Test(lifecycle, pthread_exit_without_unwind_tables) { expect_tracked_until_end("exit_no_unwind"); }
+Test(lifecycle, thrd_exit_without_unwind_tables) { expect_tracked_until_end("thrd_exit_no_unwind"); }
 Test(lifecycle, async_cancel_without_unwind_tables) { expect_tracked_until_end("cancel_async_no_unwind"); }
 
 /* A thread_local destructor of the program's runs after the start routine
@@ -76,5 +77,30 @@ Test(lifecycle, failed_create_leaves_no_record)
 	rt_expect_int(&out, "live_after", rt_int(&out, "live_before"));
 	rt_expect_string(&out, "abandoned_state", "FREE");
 	rt_expect_int(&out, "abandoned_counted", 1);
+	rt_free(&out);
+}
+
+/* pthread_exit in a thread that a library's constructor starts and joins:
+ * dlopen holds the loader's lock meanwhile, which glibc's
+ * __cxa_thread_atexit_impl takes.  The shim registered its exit hook at
+ * every pthread_exit and the program hung. */
+Test(lifecycle, pthread_exit_in_thread_joined_by_constructor)
+{
+	struct rt_output out = run("exit_in_constructor");
+
+	rt_expect_int(&out, "module_joined", 1);
+	rt_expect_int(&out, "live_after", 0);
+	rt_free(&out);
+}
+
+/* pthread_setcanceltype(ASYNCHRONOUS) in a signal handler that interrupted
+ * malloc: the shim's registration (glibc's calloc) waited for the lock its
+ * own thread held, and the program hung. */
+Test(lifecycle, async_cancel_type_in_signal_handler)
+{
+	struct rt_output out = run("async_in_handler");
+
+	rt_expect_int(&out, "all_joined", 1);
+	rt_expect_int(&out, "live_after", 0);
 	rt_free(&out);
 }
