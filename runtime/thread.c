@@ -259,14 +259,49 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	return error;
 }
 
-static _Unwind_Reason_Code find_trampoline(struct _Unwind_Context *context, void *argument)
-{
-	bool *found = argument;
+/* A walk of the caller's stack by the unwinder's tables, as far as they
+ * go: whether a frame answers `holds`. */
+struct stack_search {
+	bool (*holds)(struct _Unwind_Context *context);
+	bool found;
+};
 
-	if (_Unwind_GetRegionStart(context) != (_Unwind_Ptr)trampoline)
+static _Unwind_Reason_Code search_frame(struct _Unwind_Context *context, void *argument)
+{
+	struct stack_search *search = argument;
+
+	if (!search->holds(context))
 		return _URC_NO_REASON;
-	*found = true;
+	search->found = true;
 	return _URC_END_OF_STACK;
+}
+
+static bool stack_holds(bool (*holds)(struct _Unwind_Context *context))
+{
+	struct stack_search search = { holds, false };
+
+	_Unwind_Backtrace(search_frame, &search);
+	return search.found;
+}
+
+static bool is_trampoline(struct _Unwind_Context *context)
+{
+	return _Unwind_GetRegionStart(context) == (_Unwind_Ptr)trampoline;
+}
+
+static bool is_signal_frame(struct _Unwind_Context *context)
+{
+	int signal_frame = 0;
+
+	_Unwind_GetIPInfo(context, &signal_frame);
+	return signal_frame != 0;
+}
+
+/* A tracked thread (or one past capacity) whose tracking the exit hook
+ * does not end yet. */
+static bool tracked_without_hook(void)
+{
+	return !exit_hook_registered && !tdshim_self.exited && (tdshim_self.record || tdshim_self.overflow);
 }
 
 /*
@@ -281,10 +316,7 @@ static _Unwind_Reason_Code find_trampoline(struct _Unwind_Context *context, void
  */
 static bool unwinding_reaches_trampoline(void)
 {
-	bool found = false;
-
-	_Unwind_Backtrace(find_trampoline, &found);
-	return found;
+	return stack_holds(is_trampoline);
 }
 
 /* glibc ends a main thread that calls pthread_exit without running
@@ -299,8 +331,7 @@ static void before_thread_exit(void)
 	tdshim_ensure_init();
 	if (tdshim_cached_tid() == getpid())
 		end_tracking();
-	else if (!exit_hook_registered && !tdshim_self.exited && (tdshim_self.record || tdshim_self.overflow) &&
-		 !unwinding_reaches_trampoline())
+	else if (tracked_without_hook() && !unwinding_reaches_trampoline())
 		register_exit_hook(false);
 }
 
@@ -326,26 +357,11 @@ TDSHIM_EXPORT void thrd_exit(int result)
 
 int tdshim_cancel_requested;
 
-static _Unwind_Reason_Code find_signal_frame(struct _Unwind_Context *context, void *argument)
-{
-	bool *found = argument;
-	int signal_frame = 0;
-
-	_Unwind_GetIPInfo(context, &signal_frame);
-	if (!signal_frame)
-		return _URC_NO_REASON;
-	*found = true;
-	return _URC_END_OF_STACK;
-}
-
 /* Whether the caller runs in a signal handler: the stack holds a signal
  * frame (the unwinder tells them apart by their tables). */
 static bool in_signal_handler(void)
 {
-	bool found = false;
-
-	_Unwind_Backtrace(find_signal_frame, &found);
-	return found;
+	return stack_holds(is_signal_frame);
 }
 
 /*
@@ -374,7 +390,7 @@ TDSHIM_EXPORT int __cxa_thread_atexit_impl(void (*destructor)(void *), void *obj
 	tdshim_ensure_init();
 	if (caa_unlikely(!tdshim_real___cxa_thread_atexit_impl))
 		return -1;
-	if (!exit_hook_registered && !tdshim_self.exited && (tdshim_self.record || tdshim_self.overflow))
+	if (tracked_without_hook())
 		register_exit_hook(true);
 	return tdshim_real___cxa_thread_atexit_impl(destructor, object, dso_handle);
 }
