@@ -509,6 +509,7 @@ static void initialise_once(bool caller_is_main)
 	}
 	initialising = true;
 	resolve_real_functions();
+	tdshim_personality_init();
 	if (another_copy_owns_region()) {
 		stand_down();
 		goto done;

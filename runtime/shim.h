@@ -243,6 +243,9 @@ static inline void tdshim_wake_stamp_if_gathering(const void *object)
  * this much after its deadline, where runtime/thread.c dates its wake. */
 extern uint64_t tdshim_timer_slack_ns;
 
+/* The shim's personality routine (runtime/personality.c): libgcc's, found at start. */
+void tdshim_personality_init(void);
+
 /* Record slots (runtime/slots.c). */
 struct tdstat_record *tdshim_slot_claim(void);
 void tdshim_slot_release(struct tdstat_record *record);

@@ -90,14 +90,25 @@ static void *reader_main(void *argument)
 	return NULL;
 }
 
+/* Waits for the target to stop.  When it ended instead, says how: a
+ * target that died under the chaos is the finding, not the stop. */
 static bool wait_stopped(pid_t pid)
 {
 	int status;
 
 	while (waitpid(pid, &status, WUNTRACED) < 0)
-		if (errno != EINTR)
+		if (errno != EINTR) {
+			rel_fail("torture: waitpid on the target: %s", strerror(errno));
 			return false;
-	return WIFSTOPPED(status);
+		}
+	if (WIFSTOPPED(status))
+		return true;
+	if (WIFSIGNALED(status))
+		rel_fail("torture: the target was killed by signal %d (%s)%s", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
+	else if (WIFEXITED(status))
+		rel_fail("torture: the target exited with status %d", WEXITSTATUS(status));
+	return false;
 }
 
 /* Stops and continues the target at random until `end`.  Returns the
@@ -109,10 +120,12 @@ static long stop_and_continue(pid_t pid, uint64_t end)
 
 	while (tdtest_monotonic_ns() < end) {
 		usleep(2000 + rand_r(&seed) % 30000);
-		if (kill(pid, SIGSTOP) != 0 || !wait_stopped(pid)) {
+		if (kill(pid, SIGSTOP) != 0) {
 			rel_fail("torture: the target could not be stopped (%s)", strerror(errno));
 			return -1;
 		}
+		if (!wait_stopped(pid))
+			return -1;
 		stops++;
 		usleep(200 + rand_r(&seed) % 10000);
 		if (kill(pid, SIGCONT) != 0) {
