@@ -218,10 +218,13 @@ static uint64_t announce_by_counter(uint64_t *pending, uint64_t since, bool *don
 
 	for (int tries = 0; tries < RSEQ_TRIES_MAX && (int32_t)CMM_LOAD_SHARED(area->cpu_id) >= 0; tries++) {
 		bool stale = false;
-		bool stored = tdshim_store_counter_time(pending, tdshim_current_anchor(self), limit, since, area, &moment, &stale);
+		uint64_t counter = 0;
+		bool stored = tdshim_store_counter_time(pending, tdshim_current_anchor(self), limit, since, area, &moment,
+							&stale, &counter);
 
 		CMM_STORE_SHARED(area->rseq_cs, 0);
-		if (stored) {
+		/* A late store (counter_clock.h) is followed by another. */
+		if (stored && !tdshim_store_was_late(counter)) {
 			*done = true;
 			return moment;
 		}
@@ -256,7 +259,9 @@ static uint64_t announce_by_rseq(uint64_t *pending, uint64_t since, uint64_t cyc
 		 * descriptor on the thread's next preemption: a plain store
 		 * here is cheaper. */
 		CMM_STORE_SHARED(area->rseq_cs, 0);
-		if (stored) {
+		/* Late (a hypervisor took the CPU just before the store):
+		 * announce again, as counter_clock.h does. */
+		if (stored && tdshim_read_counter() - start <= cycles) {
 			*done = true;
 			return moment;
 		}

@@ -76,9 +76,10 @@ static inline bool tdshim_anchored_time(const struct tdshim_anchor *anchor, uint
  * than the readers' margin.
  */
 static inline bool tdshim_store_counter_time(uint64_t *pending, const struct tdshim_anchor *anchor, uint64_t limit,
-				      uint64_t since, struct rseq *area, uint64_t *moment, bool *stale)
+				      uint64_t since, struct rseq *area, uint64_t *moment, bool *stale,
+				      uint64_t *counter)
 {
-	uint64_t time;
+	uint64_t time, read;
 	unsigned int stored, fresh;
 
 	__asm__ __volatile__(
@@ -101,6 +102,7 @@ static inline bool tdshim_store_counter_time(uint64_t *pending, const struct tds
 		"rdtsc\n\t"
 		"shlq $32, %%rdx\n\t"
 		"orq %%rdx, %%rax\n\t"
+		"movq %%rax, %[read]\n\t"
 		"subq %[base], %%rax\n\t"
 		"cmpq %[limit], %%rax\n\t"
 		"ja 85f\n\t"
@@ -125,7 +127,8 @@ static inline bool tdshim_store_counter_time(uint64_t *pending, const struct tds
 		"84:\n\t"
 		"jmp 83b\n\t"
 		".popsection\n\t"
-		: [time] "=&r"(time), [stored] "=&r"(stored), [fresh] "=&r"(fresh), [cs] "=m"(area->rseq_cs),
+		: [time] "=&r"(time), [read] "=&r"(read), [stored] "=&r"(stored), [fresh] "=&r"(fresh),
+		  [cs] "=m"(area->rseq_cs),
 		  [pending] "+m"(*pending)
 		: [base] "m"(anchor->counter), [scale] "m"(anchor->scale), [at] "m"(anchor->ns),
 		  [check] "m"(anchor->check), [limit] "r"(limit),
@@ -133,7 +136,26 @@ static inline bool tdshim_store_counter_time(uint64_t *pending, const struct tds
 		: "rax", "rdx", "memory", "cc");
 	*moment = time;
 	*stale = !fresh;
+	*counter = read;
 	return stored;
+}
+
+/*
+ * Whether a store made with the counter at `counter` may have landed late:
+ * the counter has moved more than a microsecond since (the anchor's 2 ms
+ * in cycles, over 2000).  The kernel restarts the sequence when it takes
+ * the CPU from the thread, but a hypervisor that takes the virtual CPU
+ * between the counter read and the store is seen by nobody: the store
+ * lands milliseconds after T, and readers that extended the old state
+ * past T meanwhile would see it cut back.  The writer then announces
+ * again at once, with a new T: only a reader that reads the record in
+ * the few nanoseconds between the two stores sees the late one.  A
+ * thread preempted just after a prompt store announces again for
+ * nothing, which costs nothing but the second store.
+ */
+static inline bool tdshim_store_was_late(uint64_t counter)
+{
+	return tdshim_read_counter() - counter > CMM_LOAD_SHARED(tdshim_anchor_cycles) / 2000;
 }
 
 /* Step 1 of region.h's latch: announce a change of `record` after `since`
@@ -147,15 +169,15 @@ static inline uint64_t tdshim_announce(struct tdstat_record *record, uint64_t si
 	/* cpu_id < 0: glibc's registration failed for this thread, and the
 	 * kernel would restart nothing. */
 	if (caa_likely(limit) && caa_likely((int32_t)CMM_LOAD_SHARED(area->cpu_id) >= 0)) {
-		uint64_t moment;
+		uint64_t moment, counter;
 		bool stale;
 		bool stored = tdshim_store_counter_time(&record->pending_ns, tdshim_current_anchor(&tdshim_self), limit,
-						       since, area, &moment, &stale);
+						       since, area, &moment, &stale, &counter);
 
 		/* The kernel would clear it lazily, at the cost of reading
 		 * the descriptor on the thread's next preemption. */
 		CMM_STORE_SHARED(area->rseq_cs, 0);
-		if (caa_likely(stored))
+		if (caa_likely(stored) && caa_likely(!tdshim_store_was_late(counter)))
 			return moment;
 	}
 	return tdshim_announce_slow(record, since);
