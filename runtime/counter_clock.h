@@ -75,6 +75,34 @@ static inline bool tdshim_anchored_time(const struct tdshim_anchor *anchor, uint
  * it (x86 keeps stores in order), and the store buffer drains in far less
  * than the readers' margin.
  */
+/*
+ * A test build only (tests/reliability, reliability.regression.review.stalled-store):
+ * TDSHIM_TEST_STALL_EVERY (a power of 2) makes one announcement in that
+ * many, chosen by the counter's low bits, spin for the anchor's 2 ms
+ * between the counter read and the store, inside the sequence: what a
+ * hypervisor that takes the virtual CPU there does, unseen by the kernel
+ * as long as nothing preempts the spin.  Never in the shipped library.
+ */
+#ifdef TDSHIM_TEST_STALL_EVERY
+#define TDSHIM_TEST_STALL_STRING_(x) #x
+#define TDSHIM_TEST_STALL_STRING(x) TDSHIM_TEST_STALL_STRING_(x)
+#define TDSHIM_TEST_STALL_ASM                                                          \
+	"testl $(" TDSHIM_TEST_STALL_STRING(TDSHIM_TEST_STALL_EVERY) " - 1), %%eax\n\t" \
+	"jnz 88f\n\t"                                                                \
+	"movq %%rax, %%rcx\n\t"                                                      \
+	"addq %[limit], %%rcx\n\t"                                                   \
+	"89:\n\t"                                                                    \
+	"rdtsc\n\t"                                                                  \
+	"shlq $32, %%rdx\n\t"                                                        \
+	"orq %%rdx, %%rax\n\t"                                                       \
+	"cmpq %%rcx, %%rax\n\t"                                                      \
+	"jb 89b\n\t"                                                                 \
+	"movq %[read], %%rax\n\t"                                                    \
+	"88:\n\t"
+#else
+#define TDSHIM_TEST_STALL_ASM ""
+#endif
+
 static inline bool tdshim_store_counter_time(uint64_t *pending, const struct tdshim_anchor *anchor, uint64_t limit,
 				      uint64_t since, struct rseq *area, uint64_t *moment, bool *stale,
 				      uint64_t *counter)
@@ -103,6 +131,7 @@ static inline bool tdshim_store_counter_time(uint64_t *pending, const struct tds
 		"shlq $32, %%rdx\n\t"
 		"orq %%rdx, %%rax\n\t"
 		"movq %%rax, %[read]\n\t"
+		TDSHIM_TEST_STALL_ASM
 		"subq %[base], %%rax\n\t"
 		"cmpq %[limit], %%rax\n\t"
 		"ja 85f\n\t"
@@ -133,7 +162,7 @@ static inline bool tdshim_store_counter_time(uint64_t *pending, const struct tds
 		: [base] "m"(anchor->counter), [scale] "m"(anchor->scale), [at] "m"(anchor->ns),
 		  [check] "m"(anchor->check), [limit] "r"(limit),
 		  [since] "r"(since)
-		: "rax", "rdx", "memory", "cc");
+		: "rax", "rdx", "rcx", "memory", "cc");
 	*moment = time;
 	*stale = !fresh;
 	*counter = read;

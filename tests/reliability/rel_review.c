@@ -58,6 +58,12 @@
  *                      entry given back behind a newer one stopped the
  *                      waiter's walk of the claim ring before its own
  *                      stamp: 0.53-0.62); needs SCHED_FIFO (root)
+ *   stalled-store      the shim built to stall one announcement in 256
+ *                      for 2 ms between its counter read and its store,
+ *                      inside the restartable sequence (what a hypervisor
+ *                      taking the virtual CPU there does, which the kernel
+ *                      cannot see): at most 3 decreases in 4 s (the late
+ *                      store cut back what readers had reported: 14-33)
  *   late-announcement  writers whose clock reads return late (preempted
  *                      right after reading, LATECLOCK_NS with rel_slowclock
  *                      preloaded before the shim): no integral goes down
@@ -317,7 +323,8 @@ static int runnable_as_kernel(const char *mode, double tolerance)
 /* Back-to-back snapshots of the churning target for `seconds`, while a
  * second agent resets `resets` times: no integral goes down within one
  * window. */
-static int monotonic_under(const char *preload, const char *const *env, int resets)
+/* `allowed`: decreases tolerated (a window known to be left open). */
+static int monotonic_under(const char *preload, const char *const *env, int resets, long allowed)
 {
 	const char *argv[] = { REL_REVIEW_STRESS_PATH, "6", NULL };
 	struct tdtest_spawn_options options = { .preload = preload, .env = env };
@@ -398,8 +405,8 @@ static int monotonic_under(const char *preload, const char *const *env, int rese
 	       windows, decreases, status_text(rstatus));
 	if (rstatus != 0)
 		rel_fail("the resetter: %s", status_text(rstatus));
-	if (decreases)
-		rel_fail("%ld integrals went down within one window", decreases);
+	if (decreases > allowed)
+		rel_fail("%ld integrals went down within one window (at most %ld allowed)", decreases, allowed);
 	if (resets && windows < 10)
 		rel_fail("only %ld new windows seen: the resets did not race the snapshots", windows);
 	if (failed > snapshots / 2)
@@ -411,7 +418,7 @@ static int resets_monotonic(void)
 {
 	static const char *const env[] = { "TDSTAT_ENABLE=1", NULL };
 
-	return monotonic_under(tdtest_shim_path(), env, 100);
+	return monotonic_under(tdtest_shim_path(), env, 100, 0);
 }
 
 /* ---- stamps-on-clock ---- */
@@ -478,13 +485,29 @@ static int stamps_on_clock(void)
 	return rel_failures ? 1 : 0;
 }
 
+/*
+ * The shim built to hold one announcement in 256 up for 2 ms between its
+ * counter read and its store, unseen by the kernel (runtime/
+ * CMakeLists.txt, tdshim_stalled): a hypervisor's stall at that point,
+ * far more often than any host does it.  Without the announcement made
+ * again after a late store, 4 s gave 14 and 33 decreases; with it, 1 in
+ * 12 runs: the late value is visible between the two stores, and at
+ * this rate a snapshot now and then reads the record just then.
+ */
+static int stalled_store(void)
+{
+	static const char *const env[] = { "TDSTAT_ENABLE=1", NULL };
+
+	return monotonic_under(REL_STALLED_SHIM_PATH, env, 0, 3);
+}
+
 static int late_announcement(void)
 {
 	static const char *const env[] = { "TDSTAT_ENABLE=1", "LATECLOCK_NS=150000", NULL };
 	char preload[8192];
 
 	snprintf(preload, sizeof preload, "%s %s", REL_SLOWCLOCK_PATH, tdtest_shim_path());
-	return monotonic_under(preload, env, 0);
+	return monotonic_under(preload, env, 0, 0);
 }
 
 int main(int argc, char **argv)
@@ -508,6 +531,8 @@ int main(int argc, char **argv)
 		return expect((const char *const[]){ "sys-exit", NULL }, 1, 0, 0.2);
 	if (!strcmp(mode, "resets-monotonic"))
 		return resets_monotonic();
+	if (!strcmp(mode, "stalled-store"))
+		return stalled_store();
 	if (!strcmp(mode, "stamps-on-clock"))
 		return stamps_on_clock();
 	if (!strcmp(mode, "late-announcement"))
@@ -527,6 +552,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts\n");
 	return 2;
 }
