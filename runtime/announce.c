@@ -107,7 +107,13 @@ static uint64_t start_scale;
  * post_commit_offset, abort_ip) goes in its own section, 32-byte
  * aligned; the abort handler is preceded by glibc's signature for x86
  * (RSEQ_SIG, encoded in an undefined instruction), which the kernel
- * checks before it jumps there.
+ * checks before it jumps there.  The handler stays in the function's own
+ * text, jumped over: a signal inside the sequence is delivered at the
+ * handler, and a pthread_exit or asynchronous cancellation from there
+ * unwinds by the function's call frame information.  In a section of its
+ * own it had none: the unwinding stopped at it and glibc ended the thread
+ * by its longjmp, past every cleanup and destructor of the program's
+ * frames (runtime.break13, exit_in_wait).
  */
 static inline bool store_if_prompt(uint64_t *pending, uint64_t value, uint64_t start, uint32_t cpu,
 				   uint64_t cycles, struct rseq *area)
@@ -133,12 +139,12 @@ static inline bool store_if_prompt(uint64_t *pending, uint64_t value, uint64_t s
 		"movq %[value], %%rax\n\t"
 		"xchgq %%rax, %[pending]\n\t"
 		"72:\n\t"
-		".pushsection __rseq_failure, \"ax\"\n\t"
+		"jmp 75f\n\t"
 		".byte 0x0f, 0xb9, 0x3d\n\t"
 		".long 0x53053053\n\t"
 		"74:\n\t"
 		"jmp %l[retry]\n\t"
-		".popsection\n\t"
+		"75:\n\t"
 		:
 		: [cs] "m"(area->rseq_cs), [cpu_id] "m"(area->cpu_id), [cpu] "r"(cpu), [start] "r"(start),
 		  [cycles] "r"(cycles), [value] "r"(value), [pending] "m"(*pending)

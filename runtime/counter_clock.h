@@ -149,13 +149,13 @@ static inline bool tdshim_store_counter_time(uint64_t *pending, const struct tds
 		"jmp 83f\n\t"
 		"85:\n\t"
 		"xorl %[fresh], %[fresh]\n\t"
-		"83:\n\t"
-		".pushsection __rseq_failure, \"ax\"\n\t"
+		"jmp 83f\n\t"
+		/* The abort handler, in this function's own text (see
+		 * announce.c: store_if_prompt). */
 		".byte 0x0f, 0xb9, 0x3d\n\t"
 		".long 0x53053053\n\t"
 		"84:\n\t"
-		"jmp 83b\n\t"
-		".popsection\n\t"
+		"83:\n\t"
 		: [time] "=&r"(time), [read] "=&r"(read), [stored] "=&r"(stored), [fresh] "=&r"(fresh),
 		  [cs] "=m"(area->rseq_cs),
 		  [pending] "+m"(*pending)

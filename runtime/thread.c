@@ -31,6 +31,9 @@ extern void *__dso_handle;
 /* Inherited across fork with the rest of the thread's memory, like the
  * registration itself. */
 static __thread bool exit_hook_registered TDSHIM_TLS;
+/* Set while the trampoline's frame stands at the call of the start
+ * routine, the one call its cleanup covers (see before_thread_exit). */
+static __thread bool in_start_routine TDSHIM_TLS;
 
 static bool is_record_launch(const struct launch *launch)
 {
@@ -220,7 +223,10 @@ static void *trampoline(void *argument)
 		register_exit_hook(false);
 	bool leaving __attribute__((cleanup(end_tracking_unless_hooked))) = true;
 	(void)leaving;
-	return copy.start_routine(copy.argument);
+	CMM_STORE_SHARED(in_start_routine, true);
+	void *result = copy.start_routine(copy.argument);
+	CMM_STORE_SHARED(in_start_routine, false);
+	return result;
 }
 
 TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
@@ -304,6 +310,24 @@ static bool tracked_without_hook(void)
 	return !exit_hook_registered && !tdshim_self.exited && (tdshim_self.record || tdshim_self.overflow);
 }
 
+/* What pthread_exit's unwinding will do at the trampoline's frame. */
+enum trampoline_unwinding {
+	TRAMPOLINE_NOT_REACHED, /* the unwinding stops short of it */
+	TRAMPOLINE_CLEANS_UP,   /* it runs the trampoline's cleanup */
+	TRAMPOLINE_PASSED,      /* it passes the frame without the cleanup */
+};
+
+static _Unwind_Reason_Code find_trampoline(struct _Unwind_Context *context, void *argument)
+{
+	enum trampoline_unwinding *found = argument;
+
+	if (!is_trampoline(context))
+		return _URC_NO_REASON;
+	*found = !is_signal_frame(context) && CMM_LOAD_SHARED(in_start_routine) ? TRAMPOLINE_CLEANS_UP
+										 : TRAMPOLINE_PASSED;
+	return _URC_END_OF_STACK;
+}
+
 /*
  * Whether pthread_exit's unwinding, which walks the same frames with the
  * same tables, will pass the trampoline and run its cleanup.  Asked
@@ -313,10 +337,20 @@ static bool tracked_without_hook(void)
  * a library's constructor starts and joins would wait for that lock for
  * ever (dlopen holds it while the constructor runs), where bare glibc's
  * pthread_exit, its unwinder loaded, takes no such lock.
+ *
+ * The cleanup covers the call of the start routine only, and only while
+ * that frame stands at the call: a pthread_exit from a signal handler
+ * that interrupted the trampoline's own instructions (the frame is a
+ * signal frame's: personality.c runs no cleanup there) or a call of the
+ * trampoline's other than the start routine (begin_tracking, the
+ * cleanup itself on return) passes it.
  */
-static bool unwinding_reaches_trampoline(void)
+static enum trampoline_unwinding trampoline_on_unwinding(void)
 {
-	return stack_holds(is_trampoline);
+	enum trampoline_unwinding found = TRAMPOLINE_NOT_REACHED;
+
+	_Unwind_Backtrace(find_trampoline, &found);
+	return found;
 }
 
 /* glibc ends a main thread that calls pthread_exit without running
@@ -325,14 +359,31 @@ static bool unwinding_reaches_trampoline(void)
  * tracking through the unwinding (the waits of its cleanup handlers
  * count): the trampoline's cleanup ends it, or, where the unwinding
  * stops short of the trampoline (frames without unwind tables), the exit
- * hook. */
+ * hook.  Where the unwinding will pass the trampoline without its
+ * cleanup (a signal handler's pthread_exit that interrupted the
+ * trampoline's own code, or its calls before and after the start
+ * routine), the tracking ends here, before the handler's own cleanups:
+ * end_tracking takes no lock and allocates nothing, where the hook would
+ * allocate in a handler. */
 static void before_thread_exit(void)
 {
 	tdshim_ensure_init();
-	if (tdshim_cached_tid() == getpid())
+	if (tdshim_cached_tid() == getpid()) {
 		end_tracking();
-	else if (tracked_without_hook() && !unwinding_reaches_trampoline())
+		return;
+	}
+	if (!tracked_without_hook())
+		return;
+	switch (trampoline_on_unwinding()) {
+	case TRAMPOLINE_NOT_REACHED:
 		register_exit_hook(false);
+		break;
+	case TRAMPOLINE_PASSED:
+		end_tracking();
+		break;
+	case TRAMPOLINE_CLEANS_UP:
+		break;
+	}
 }
 
 TDSHIM_EXPORT void pthread_exit(void *value)
