@@ -71,6 +71,10 @@ struct tdshim_thread {
 	bool exited;                  /* tracking ended: never adopt again */
 	bool sample_next_wait;        /* measure the CPU its next sleep takes (thread.c) */
 	unsigned int remote_wakes;    /* wakes from another CPU, dated by that measure */
+	/* The word of the semaphore this thread is registered a waiter of,
+	 * where the end of its tracking takes the registration back if no
+	 * cleanup did (wrap_sync.c, semaphore_wait_sleeping). */
+	uint64_t *semaphore_waiting;
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves
 	 * `anchor`.  `check` (the xor of the other three) tells a whole one
@@ -242,6 +246,10 @@ static inline void tdshim_wake_stamp_if_gathering(const void *object)
 /* The kernel's timer slack of this process (ns): a timed wait ends up to
  * this much after its deadline, where runtime/thread.c dates its wake. */
 extern uint64_t tdshim_timer_slack_ns;
+
+/* Takes back this thread's registration as a waiter of a semaphore, if it
+ * still has one (runtime/wrap_sync.c): at the end of its tracking. */
+void tdshim_semaphore_forget(struct tdshim_thread *self);
 
 /* The shim's personality routine (runtime/personality.c): libgcc's, found at start. */
 void tdshim_personality_init(void);

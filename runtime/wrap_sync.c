@@ -821,10 +821,47 @@ static bool sem_would_wait(sem_t *semaphore, int *result, bool cancellation_poin
  */
 #define SEMAPHORE_WAITER (UINT64_C(1) << 32)
 
-static void semaphore_unregister(uint64_t **word)
+/*
+ * A waiter's registration, undone once whatever way the wait ends.  The
+ * cleanup undoes it when the wait returns or a cancellation unwinds
+ * through it from a call.  An unwinding from one of the frame's own
+ * instructions (asynchronous cancellation, a signal handler's
+ * pthread_exit) skips the cleanup (runtime/personality.c): the thread
+ * ends, and the end of its tracking takes the registration back through
+ * tdshim_self.semaphore_waiting, else every later post would make a
+ * futex wake for a waiter that never was.  Whoever clears that pointer
+ * undoes the registration.  The outermost wait only: a signal handler's
+ * wait inside another keeps its cleanup alone.
+ */
+struct semaphore_registration {
+	uint64_t *word;
+	bool owned; /* the one tdshim_self.semaphore_waiting names */
+};
+
+static void semaphore_unregister(struct semaphore_registration *registration)
 {
-	if (*word)
-		uatomic_add(*word, -SEMAPHORE_WAITER);
+	uint64_t *word = registration->word;
+
+	if (!word)
+		return;
+	if (registration->owned) {
+		if (CMM_LOAD_SHARED(tdshim_self.semaphore_waiting) != word)
+			return; /* the end of tracking took it back */
+		CMM_STORE_SHARED(tdshim_self.semaphore_waiting, NULL);
+		cmm_barrier();
+	}
+	uatomic_add(word, -SEMAPHORE_WAITER);
+}
+
+void tdshim_semaphore_forget(struct tdshim_thread *self)
+{
+	uint64_t *word = CMM_LOAD_SHARED(self->semaphore_waiting);
+
+	if (!word)
+		return;
+	CMM_STORE_SHARED(self->semaphore_waiting, NULL);
+	cmm_barrier();
+	uatomic_add(word, -SEMAPHORE_WAITER);
 }
 
 /*
@@ -884,10 +921,15 @@ TDSHIM_BLOCKING_PATH static int semaphore_wait_sleeping(sem_t *sem, clockid_t cl
 							uint32_t kind, const void *site)
 {
 	struct glibc_semaphore *semaphore = (struct glibc_semaphore *)sem;
-	uint64_t *registered __attribute__((cleanup(semaphore_unregister))) = &semaphore->data;
+	struct semaphore_registration registered __attribute__((cleanup(semaphore_unregister))) = {
+		.word = &semaphore->data,
+		.owned = CMM_LOAD_SHARED(tdshim_self.semaphore_waiting) == NULL,
+	};
 	uint64_t seen = uatomic_add_return(&semaphore->data, SEMAPHORE_WAITER);
 	int error;
 
+	if (registered.owned)
+		CMM_STORE_SHARED(tdshim_self.semaphore_waiting, &semaphore->data);
 	for (;;) {
 		if ((uint32_t)seen == 0) {
 			error = semaphore_sleep(semaphore, clock, abstime, kind, site);
@@ -896,10 +938,22 @@ TDSHIM_BLOCKING_PATH static int semaphore_wait_sleeping(sem_t *sem, clockid_t cl
 			seen = uatomic_read(&semaphore->data);
 			continue;
 		}
+		/* The take below gives the registration back with the token:
+		 * nobody may take it back twice, so the pointer goes first
+		 * (an end in between leaves the waiter, the lesser harm),
+		 * and comes back if the take fails. */
+		if (registered.owned) {
+			CMM_STORE_SHARED(tdshim_self.semaphore_waiting, NULL);
+			cmm_barrier();
+		}
 		uint64_t before = uatomic_cmpxchg(&semaphore->data, seen, seen - 1 - SEMAPHORE_WAITER);
 		if (before == seen) {
-			registered = NULL;
+			registered.word = NULL;
 			return 0;
+		}
+		if (registered.owned) {
+			cmm_barrier();
+			CMM_STORE_SHARED(tdshim_self.semaphore_waiting, &semaphore->data);
 		}
 		seen = before;
 	}
