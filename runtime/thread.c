@@ -55,9 +55,6 @@ static void end_tracking(void)
 {
 	struct tdshim_thread *self = &tdshim_self;
 
-	/* A semaphore wait left without its cleanup (wrap_sync.c): the
-	 * thread is ending, tracked or not. */
-	tdshim_semaphore_forget(self);
 	if (self->exited)
 		return;
 	self->exited = true;

@@ -826,17 +826,29 @@ static bool sem_would_wait(sem_t *semaphore, int *result, bool cancellation_poin
  * cleanup undoes it when the wait returns or a cancellation unwinds
  * through it from a call.  An unwinding from one of the frame's own
  * instructions (asynchronous cancellation, a signal handler's
- * pthread_exit) skips the cleanup (runtime/personality.c): the thread
- * ends, and the end of its tracking takes the registration back through
- * tdshim_self.semaphore_waiting, else every later post would make a
- * futex wake for a waiter that never was.  Whoever clears that pointer
- * undoes the registration.  The outermost wait only: a signal handler's
- * wait inside another keeps its cleanup alone.
+ * pthread_exit or C++ throw) skips the cleanup (runtime/personality.c),
+ * and a jump out of a handler skips the frame: the personality routine
+ * and the jump (runtime/jump.c) take the registration back then, through
+ * tdshim_self.semaphore_waiting, while the semaphore still exists (the
+ * program's own cleanups, which run later, may free it).  Without that
+ * every later post would make a futex wake for a waiter that never was.
+ * Whoever clears the note undoes the registration.  The outermost wait
+ * only: a signal handler's wait inside another keeps its cleanup alone.
  */
 struct semaphore_registration {
 	uint64_t *word;
-	bool owned; /* the one tdshim_self.semaphore_waiting names */
+	bool owned; /* this is the one tdshim_self.semaphore_waiting notes */
+	/* The word's address xor the registration's own: a note left by a
+	 * frame abandoned some way nobody saw (setcontext out of a handler)
+	 * names stack memory that something else owns now, which this tells
+	 * from a registration; such a note is dropped, never followed. */
+	uintptr_t check;
 };
+
+static uintptr_t registration_check(const struct semaphore_registration *registration, const uint64_t *word)
+{
+	return (uintptr_t)word ^ (uintptr_t)registration ^ (uintptr_t)0x5e3a9f0c71d2b468ull;
+}
 
 static void semaphore_unregister(struct semaphore_registration *registration)
 {
@@ -845,23 +857,28 @@ static void semaphore_unregister(struct semaphore_registration *registration)
 	if (!word)
 		return;
 	if (registration->owned) {
-		if (CMM_LOAD_SHARED(tdshim_self.semaphore_waiting) != word)
-			return; /* the end of tracking took it back */
+		if (CMM_LOAD_SHARED(tdshim_self.semaphore_waiting) != registration)
+			return; /* taken back already */
 		CMM_STORE_SHARED(tdshim_self.semaphore_waiting, NULL);
 		cmm_barrier();
 	}
 	uatomic_add(word, -SEMAPHORE_WAITER);
 }
 
-void tdshim_semaphore_forget(struct tdshim_thread *self)
+void tdshim_semaphore_forget_above(uintptr_t stack_pointer)
 {
-	uint64_t *word = CMM_LOAD_SHARED(self->semaphore_waiting);
+	struct semaphore_registration *registration = CMM_LOAD_SHARED(tdshim_self.semaphore_waiting);
 
-	if (!word)
+	if (!registration || (uintptr_t)registration < stack_pointer)
 		return;
-	CMM_STORE_SHARED(self->semaphore_waiting, NULL);
+	CMM_STORE_SHARED(tdshim_self.semaphore_waiting, NULL);
 	cmm_barrier();
-	uatomic_add(word, -SEMAPHORE_WAITER);
+	/* Below the caller's own frame: stack that no frame uses any more. */
+	if ((uintptr_t)registration < (uintptr_t)__builtin_frame_address(0))
+		return;
+	uint64_t *word = registration->word;
+	if (word && registration->check == registration_check(registration, word))
+		uatomic_add(word, -SEMAPHORE_WAITER);
 }
 
 /*
@@ -925,11 +942,12 @@ TDSHIM_BLOCKING_PATH static int semaphore_wait_sleeping(sem_t *sem, clockid_t cl
 		.word = &semaphore->data,
 		.owned = CMM_LOAD_SHARED(tdshim_self.semaphore_waiting) == NULL,
 	};
+	registered.check = registration_check(&registered, &semaphore->data);
 	uint64_t seen = uatomic_add_return(&semaphore->data, SEMAPHORE_WAITER);
 	int error;
 
 	if (registered.owned)
-		CMM_STORE_SHARED(tdshim_self.semaphore_waiting, &semaphore->data);
+		CMM_STORE_SHARED(tdshim_self.semaphore_waiting, &registered);
 	for (;;) {
 		if ((uint32_t)seen == 0) {
 			error = semaphore_sleep(semaphore, clock, abstime, kind, site);
@@ -953,7 +971,7 @@ TDSHIM_BLOCKING_PATH static int semaphore_wait_sleeping(sem_t *sem, clockid_t cl
 		}
 		if (registered.owned) {
 			cmm_barrier();
-			CMM_STORE_SHARED(tdshim_self.semaphore_waiting, &semaphore->data);
+			CMM_STORE_SHARED(tdshim_self.semaphore_waiting, &registered);
 		}
 		seen = before;
 	}

@@ -18,10 +18,10 @@
  * glibc's word) is back to 0.  semaphore_wait_sleeping registers as a
  * waiter and unregisters in a cleanup, which an interrupted frame skips:
  * each such unwinding left a waiter that never was, for good (57
- * instructions).  The thread's end of tracking now takes the
- * registration back (wrap_sync.c); what is left are the instructions
- * between the registration and the note of it, and between the note's
- * removal and the unregistering: at most WAITER_LEAKS_ALLOWED.
+ * instructions).  The personality routine now takes the registration
+ * back as it skips the frame (wrap_sync.c); what is left are the
+ * instructions between the registration and the note of it, and between
+ * the note's removal and the unregistering: at most WAITER_LEAKS_ALLOWED.
  *
  * Exits 5 when a check fails (async_unwind_test.py: "the target ended
  * with 5"), with one line per leak on stderr: the interrupted
@@ -30,8 +30,8 @@
 #define _GNU_SOURCE
 #include "fixture.h"
 
-/* The two windows of a few instructions each that the end of tracking
- * cannot cover (6 instructions with gcc 12 -O2). */
+/* The two windows of a few instructions each that nothing can cover (7
+ * instructions with gcc 12 -O2). */
 #define WAITER_LEAKS_ALLOWED 8
 
 #include <dlfcn.h>
