@@ -64,12 +64,6 @@ static void before_jump(const struct __jmp_buf_tag *buffer)
 {
 	struct tdshim_thread *self = &tdshim_self;
 
-	/* A semaphore wait the jump leaves gives its registration back
-	 * (wrap_sync.c): the semaphore still exists now.  Outside any wait
-	 * scope too: the registration spans more than the sleep. */
-	const void *registration = tdshim_semaphore_registration();
-	if (caa_unlikely(registration != NULL) && jump_leaves_frame(buffer, registration))
-		tdshim_semaphore_forget_above(0);
 	if (caa_likely(self->wait_depth == 0 && !self->writing))
 		return;
 	/* A change of the record that the jump interrupts never resumes. */

@@ -18,9 +18,8 @@
  *
  * So a frame the unwinder marks as interrupted (its instruction pointer
  * is exact, not a return address: _Unwind_GetIPInfo) runs no cleanup of
- * the shim's, except that a semaphore waiter's registration in it is
- * taken back (wrap_sync.c): its wait scope stays open, which the thread's
- * end makes moot (asynchronous cancellation and pthread_exit end the thread; the
+ * the shim's: its wait scope stays open, which the thread's end makes
+ * moot (asynchronous cancellation and pthread_exit end the thread; the
  * end of tracking does not look at the scope, and a later wait finds the
  * scope's frame gone, thread.c).  Every frame above it stopped at a call
  * and runs its cleanups as before.  This routine is hidden: the shim's
@@ -55,16 +54,8 @@ _Unwind_Reason_Code __gcc_personality_v0(int version, _Unwind_Action actions, _U
 	int interrupted = 0;
 
 	_Unwind_GetIPInfo(context, &interrupted);
-	if (interrupted) {
-		/* A semaphore registration in this frame (or a caller's,
-		 * whose cleanup then finds it taken) is taken back now,
-		 * while the semaphore surely exists (wrap_sync.c).  Here
-		 * _Unwind_GetCFA is still the frame's stack pointer: the
-		 * CFA of the frame below it, the signal's. */
-		if (actions & _UA_CLEANUP_PHASE)
-			tdshim_semaphore_forget_above((uintptr_t)_Unwind_GetCFA(context));
+	if (interrupted)
 		return _URC_CONTINUE_UNWIND;
-	}
 	if (caa_unlikely(!libgcc)) {
 		tdshim_personality_init();
 		libgcc = CMM_LOAD_SHARED(libgcc_personality);

@@ -71,10 +71,6 @@ struct tdshim_thread {
 	bool exited;                  /* tracking ended: never adopt again */
 	bool sample_next_wait;        /* measure the CPU its next sleep takes (thread.c) */
 	unsigned int remote_wakes;    /* wakes from another CPU, dated by that measure */
-	/* The registration (in its frame) of the semaphore wait this thread
-	 * is a waiter of, which an unwinding or a jump that leaves the frame
-	 * without its cleanup takes back (wrap_sync.c). */
-	void *semaphore_waiting;
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves
 	 * `anchor`.  `check` (the xor of the other three) tells a whole one
@@ -246,17 +242,6 @@ static inline void tdshim_wake_stamp_if_gathering(const void *object)
 /* The kernel's timer slack of this process (ns): a timed wait ends up to
  * this much after its deadline, where runtime/thread.c dates its wake. */
 extern uint64_t tdshim_timer_slack_ns;
-
-/* Takes back this thread's registration as a waiter of a semaphore if the
- * registration lies at or above `stack_pointer` (in a frame that an
- * unwinding or a jump leaves, the first of them maybe without its
- * cleanup: runtime/wrap_sync.c). */
-void tdshim_semaphore_forget_above(uintptr_t stack_pointer);
-/* The registration's address, NULL if none: for jump.c's frame test. */
-static inline const void *tdshim_semaphore_registration(void)
-{
-	return tdshim_self.semaphore_waiting;
-}
 
 /* The shim's personality routine (runtime/personality.c): libgcc's, found at start. */
 void tdshim_personality_init(void);

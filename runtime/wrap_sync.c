@@ -821,64 +821,10 @@ static bool sem_would_wait(sem_t *semaphore, int *result, bool cancellation_poin
  */
 #define SEMAPHORE_WAITER (UINT64_C(1) << 32)
 
-/*
- * A waiter's registration, undone once whatever way the wait ends.  The
- * cleanup undoes it when the wait returns or a cancellation unwinds
- * through it from a call.  An unwinding from one of the frame's own
- * instructions (asynchronous cancellation, a signal handler's
- * pthread_exit or C++ throw) skips the cleanup (runtime/personality.c),
- * and a jump out of a handler skips the frame: the personality routine
- * and the jump (runtime/jump.c) take the registration back then, through
- * tdshim_self.semaphore_waiting, while the semaphore still exists (the
- * program's own cleanups, which run later, may free it).  Without that
- * every later post would make a futex wake for a waiter that never was.
- * Whoever clears the note undoes the registration.  The outermost wait
- * only: a signal handler's wait inside another keeps its cleanup alone.
- */
-struct semaphore_registration {
-	uint64_t *word;
-	bool owned; /* this is the one tdshim_self.semaphore_waiting notes */
-	/* The word's address xor the registration's own: a note left by a
-	 * frame abandoned some way nobody saw (setcontext out of a handler)
-	 * names stack memory that something else owns now, which this tells
-	 * from a registration; such a note is dropped, never followed. */
-	uintptr_t check;
-};
-
-static uintptr_t registration_check(const struct semaphore_registration *registration, const uint64_t *word)
+static void semaphore_unregister(uint64_t **word)
 {
-	return (uintptr_t)word ^ (uintptr_t)registration ^ (uintptr_t)0x5e3a9f0c71d2b468ull;
-}
-
-static void semaphore_unregister(struct semaphore_registration *registration)
-{
-	uint64_t *word = registration->word;
-
-	if (!word)
-		return;
-	if (registration->owned) {
-		if (CMM_LOAD_SHARED(tdshim_self.semaphore_waiting) != registration)
-			return; /* taken back already */
-		CMM_STORE_SHARED(tdshim_self.semaphore_waiting, NULL);
-		cmm_barrier();
-	}
-	uatomic_add(word, -SEMAPHORE_WAITER);
-}
-
-void tdshim_semaphore_forget_above(uintptr_t stack_pointer)
-{
-	struct semaphore_registration *registration = CMM_LOAD_SHARED(tdshim_self.semaphore_waiting);
-
-	if (!registration || (uintptr_t)registration < stack_pointer)
-		return;
-	CMM_STORE_SHARED(tdshim_self.semaphore_waiting, NULL);
-	cmm_barrier();
-	/* Below the caller's own frame: stack that no frame uses any more. */
-	if ((uintptr_t)registration < (uintptr_t)__builtin_frame_address(0))
-		return;
-	uint64_t *word = registration->word;
-	if (word && registration->check == registration_check(registration, word))
-		uatomic_add(word, -SEMAPHORE_WAITER);
+	if (*word)
+		uatomic_add(*word, -SEMAPHORE_WAITER);
 }
 
 /*
@@ -938,16 +884,10 @@ TDSHIM_BLOCKING_PATH static int semaphore_wait_sleeping(sem_t *sem, clockid_t cl
 							uint32_t kind, const void *site)
 {
 	struct glibc_semaphore *semaphore = (struct glibc_semaphore *)sem;
-	struct semaphore_registration registered __attribute__((cleanup(semaphore_unregister))) = {
-		.word = &semaphore->data,
-		.owned = CMM_LOAD_SHARED(tdshim_self.semaphore_waiting) == NULL,
-	};
-	registered.check = registration_check(&registered, &semaphore->data);
+	uint64_t *registered __attribute__((cleanup(semaphore_unregister))) = &semaphore->data;
 	uint64_t seen = uatomic_add_return(&semaphore->data, SEMAPHORE_WAITER);
 	int error;
 
-	if (registered.owned)
-		CMM_STORE_SHARED(tdshim_self.semaphore_waiting, &registered);
 	for (;;) {
 		if ((uint32_t)seen == 0) {
 			error = semaphore_sleep(semaphore, clock, abstime, kind, site);
@@ -956,22 +896,10 @@ TDSHIM_BLOCKING_PATH static int semaphore_wait_sleeping(sem_t *sem, clockid_t cl
 			seen = uatomic_read(&semaphore->data);
 			continue;
 		}
-		/* The take below gives the registration back with the token:
-		 * nobody may take it back twice, so the pointer goes first
-		 * (an end in between leaves the waiter, the lesser harm),
-		 * and comes back if the take fails. */
-		if (registered.owned) {
-			CMM_STORE_SHARED(tdshim_self.semaphore_waiting, NULL);
-			cmm_barrier();
-		}
 		uint64_t before = uatomic_cmpxchg(&semaphore->data, seen, seen - 1 - SEMAPHORE_WAITER);
 		if (before == seen) {
-			registered.word = NULL;
+			registered = NULL;
 			return 0;
-		}
-		if (registered.owned) {
-			cmm_barrier();
-			CMM_STORE_SHARED(tdshim_self.semaphore_waiting, &registered);
 		}
 		seen = before;
 	}

@@ -17,11 +17,7 @@
  * BREAK13_CHECK=waiters: the semaphore's waiter count (the high half of
  * glibc's word) is back to 0.  semaphore_wait_sleeping registers as a
  * waiter and unregisters in a cleanup, which an interrupted frame skips:
- * each such unwinding left a waiter that never was, for good (57
- * instructions).  The personality routine now takes the registration
- * back as it skips the frame (wrap_sync.c); what is left are the
- * instructions between the registration and the note of it, and between
- * the note's removal and the unregistering: at most WAITER_LEAKS_ALLOWED.
+ * each such unwinding leaves a waiter that never was, for good.
  *
  * Exits 5 when a check fails (async_unwind_test.py: "the target ended
  * with 5"), with one line per leak on stderr: the interrupted
@@ -29,10 +25,6 @@
  */
 #define _GNU_SOURCE
 #include "fixture.h"
-
-/* The two windows of a few instructions each that nothing can cover (7
- * instructions with gcc 12 -O2). */
-#define WAITER_LEAKS_ALLOWED 8
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -221,7 +213,7 @@ int main(void)
 	printf("done %d\n", threads);
 	fprintf(stderr, "break13_unwind_target: %s: %d leaks, %d records never owned\n",
 		check_waiters ? "waiters" : "records", leaks, unowned);
-	if (leaks > (check_waiters ? WAITER_LEAKS_ALLOWED : 0))
+	if (leaks)
 		return 5;
 	return 0;
 }
