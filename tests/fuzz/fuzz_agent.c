@@ -51,6 +51,7 @@ struct ps_prochandle {
 	size_t size;
 	uint8_t lookup, flags, fail_after;
 	unsigned long reads;
+	uintptr_t region;        /* where td_ta_new found the region (resolve_region) */
 	uint16_t control_offset; /* from the header td_ta_new accepted */
 	uint32_t sync_offset;    /* of the tracking block, from the same header */
 	bool have_agent;
@@ -102,14 +103,21 @@ static bool sync_write(const struct ps_prochandle *ph, uintptr_t at, size_t size
 {
 	size_t in_block;
 
-	if (!ph->have_agent || !ph->sync_offset || at < REGION_ADDRESS + ph->sync_offset)
+	if (!ph->have_agent || !ph->sync_offset || at < ph->region + ph->sync_offset)
 		return false;
-	in_block = at - REGION_ADDRESS - ph->sync_offset;
+	in_block = at - ph->region - ph->sync_offset;
 	return (size == 8 && in_block == offsetof(struct tdstat_sync_header, control)) ||
 	       (size == 2 && (in_block == offsetof(struct tdstat_sync_header, gate_mutex.half.tracking) ||
 			      in_block == offsetof(struct tdstat_sync_header, gate_rwlock.half.tracking) ||
 			      in_block == offsetof(struct tdstat_sync_header, gate_sem_wait.half.tracking) ||
 			      in_block == offsetof(struct tdstat_sync_header, gate_sem_post.half.tracking)));
+}
+
+/* A write lands in the image only where reads would serve it from there. */
+static void store(struct ps_prochandle *ph, uintptr_t at, const void *buffer, size_t size)
+{
+	if (at >= REGION_ADDRESS && at - REGION_ADDRESS <= ph->size && size <= ph->size - (at - REGION_ADDRESS))
+		memcpy(ph->image + (at - REGION_ADDRESS), buffer, size);
 }
 
 ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t address, const void *buffer, size_t size)
@@ -120,15 +128,14 @@ ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t address, const void *buff
 	if (sync_write(ph, at, size)) {
 		if (ph->flags & FAIL_WRITES)
 			return PS_ERR;
-		if (at - REGION_ADDRESS + size <= ph->size)
-			memcpy(ph->image + (at - REGION_ADDRESS), buffer, size);
+		store(ph, at, buffer, size);
 		return PS_OK;
 	}
-	if (!ph->have_agent || at < REGION_ADDRESS + ph->control_offset) {
+	if (!ph->have_agent || at < ph->region + ph->control_offset) {
 		fprintf(stderr, "fuzz_agent: write outside the control block\n");
 		abort();
 	}
-	field = at - REGION_ADDRESS - ph->control_offset;
+	field = at - ph->region - ph->control_offset;
 	if (!((size == 8 && field % 8 == 0 && field <= offsetof(struct tdstat_control, generation)) ||
 	      (size == 8 && field == offsetof(struct tdstat_control, rewriting)) ||
 	      /* ABI 2.1: enable and reset write the wall-clock anchor too. */
@@ -139,8 +146,7 @@ ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t address, const void *buff
 	}
 	if (ph->flags & FAIL_WRITES)
 		return PS_ERR;
-	if (at - REGION_ADDRESS + size <= ph->size)
-		memcpy(ph->image + (at - REGION_ADDRESS), buffer, size);
+	store(ph, at, buffer, size);
 	return PS_OK;
 }
 
@@ -375,6 +381,35 @@ static td_err_e tracking_calls(td_thragent_t *ta, uint8_t op)
 	return td_ta_sync_iter(ta, visit_object, &visit);
 }
 
+/*
+ * The region and header td_ta_new will accept, found the way it finds
+ * them (docs/CONTRACT.md: the symbol's address, or one hop through a
+ * stood-down copy's `elsewhere`), with the same reads in the same order
+ * on a copy of the process, so that the read counter (FAIL_AFTER,
+ * ODD_SEQ_READS) and the cyclic bytes of WILD_READS give the agent and
+ * this check the same header.  Whatever the agent refuses writes nothing.
+ */
+static void resolve_region(struct ps_prochandle *ph)
+{
+	struct ps_prochandle copy = *ph;
+	struct tdstat_region_header header = { 0 };
+	psaddr_t region;
+
+	ph->region = REGION_ADDRESS;
+	if (ps_pglobal_lookup(&copy, NULL, TDSTAT_REGION_SYMBOL, &region) != PS_OK ||
+	    ps_pdread(&copy, region, &header, sizeof(header)) != PS_OK)
+		return;
+	if (header.magic == TDSTAT_REGION_MAGIC_ELSEWHERE) {
+		region = (psaddr_t)(uintptr_t)header.elsewhere;
+		memset(&header, 0, sizeof(header));
+		if (ps_pdread(&copy, region, &header, sizeof(header)) != PS_OK)
+			return;
+	}
+	ph->region = (uintptr_t)region;
+	ph->control_offset = header.layout.control_offset;
+	ph->sync_offset = header.abi_minor >= 2 ? header.sync_offset : 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ps_prochandle ph = { 0 };
@@ -392,16 +427,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ph.lookup = script[0];
 	ph.flags = script[1];
 	ph.fail_after = script[2];
-	/* The header the agent can accept: at the image's start (it must
-	 * refuse the misaligned answer of lookup case 4), zero-padded as reads
-	 * past a short image are with ZEROS_PAST_END. */
-	{
-		struct tdstat_region_header header = { 0 };
-
-		memcpy(&header, ph.image, ph.size < sizeof(header) ? ph.size : sizeof(header));
-		ph.control_offset = header.layout.control_offset;
-		ph.sync_offset = header.abi_minor >= 2 ? header.sync_offset : 0;
-	}
+	resolve_region(&ph);
 	ph.have_agent = true;
 
 	err = td_ta_new(&ph, &ta);
