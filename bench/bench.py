@@ -202,11 +202,41 @@ class Bench:
                 self.row("1 overhead", label + ", per-object tracking on", f"{base} {medians[base]:.1f} ns",
                          f"tracking {medians['tdstat+sync']:.1f} ns", f"{ratio:.3f}x",
                          f"<= {sync_budget:.2f}x", self.verdict(ratio <= sync_budget))
+            if name == "syscall":
+                self.syscall_in_process(iterations, cpus, budget)
             if name == "pipe":
                 ratio = medians.ratio("tdstat+reads", "bare")
                 self.row("1 overhead", label + ", TDSTAT_TRACK_READS=1", f"bare {bare:.1f} ns",
                          f"tdstat {medians['tdstat+reads']:.1f} ns", f"{ratio:.3f}x",
                          f"<= {budget:.2f}x", self.verdict(ratio <= budget))
+
+    def syscall_in_process(self, iterations, cpus, budget):
+        """The syscall() wrapper's own cost, inside one process
+        (microbench syscallpair): getpid through syscall() against libc's
+        syscall() called directly, in alternating blocks.  Between two
+        processes a 2% difference is within what any preload moves (the
+        naive shim and LTTng's wrapper, which do not wrap syscall(), read
+        as much); inside one, only the wrapper differs.  The bare run is
+        the control: both paths are libc's there."""
+        pairs = {v: [] for v in ("bare", "tdstat")}
+
+        def run(variant):
+            cmd = ["taskset", "-c", cpus, self.microbench, "syscallpair", str(self.iterations(iterations))]
+            out = subprocess.run(cmd, env=self.variant_env(variant), capture_output=True, text=True,
+                                 check=True).stdout.split()
+            interposed, direct = float(out[1]), float(out[2])
+            pairs[variant].append((interposed, direct))
+            return interposed / direct
+
+        medians = self.alternate(["bare", "tdstat"], run)
+        control, ratio = medians["bare"], medians["tdstat"]
+        direct = median(d for _, d in pairs["tdstat"])
+        interposed = median(i for i, _ in pairs["tdstat"])
+        self.row("1 overhead", "syscall(SYS_getpid): through the shim's syscall() vs libc's syscall() called "
+                 "directly, in one process (alternating blocks)", f"libc direct {direct:.1f} ns",
+                 f"through the wrapper {interposed:.1f} ns",
+                 f"{ratio:.3f}x (without the shim, the same two paths: {control:.3f}x)",
+                 f"<= {budget:.2f}x", self.verdict(ratio <= budget))
 
     # -- 1b. instruction counts ----------------------------------------------
 

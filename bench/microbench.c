@@ -2,12 +2,13 @@
 /*
  * Micro-benchmarks of the calls the shim wraps, run bare and preloaded by
  * bench/bench.py.  Prints "<name> <ns per operation>".
- *   microbench mutex|rwlock|sem|trylock|tryrdlock|trywrlock|trywrbusy|trywait|overflowed|condvar|sempingpong|handoff|create|pipe|syscall [ITERATIONS]
+ *   microbench mutex|rwlock|sem|trylock|tryrdlock|trywrlock|trywrbusy|trywait|overflowed|condvar|sempingpong|handoff|create|pipe|syscall|syscallpair [ITERATIONS]
  *   microbench scale [ITERATIONS] [THREADS]
  * A second thread is always alive, so glibc takes its multi-threaded
  * paths (a single-threaded process skips the atomic instructions).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -348,6 +349,63 @@ static double bench_syscall(long n)
 }
 
 /*
+ * The wrapper's own cost, measured inside one process: getpid through
+ * syscall() (the program's PLT, so the shim's syscall() when it is
+ * preloaded) and through libc's syscall() found in libc itself (never
+ * the shim's), in alternating blocks, each timed on the thread's CPU
+ * clock.  Both are one indirect branch from a call that is not inlined.
+ * Without the shim both reach the same function, so the ratio is the
+ * method's own error; with it, the ratio is what the interposition
+ * adds, free of what differs between two processes (where the loader
+ * put things, what else the preload brings).  Prints the two costs.
+ */
+typedef long (*syscall_fn)(long, ...);
+static syscall_fn volatile libc_syscall;
+
+__attribute__((noinline)) static void getpid_block_interposed(long n)
+{
+	for (long i = 0; i < n; i++)
+		syscall(SYS_getpid);
+}
+
+__attribute__((noinline)) static void getpid_block_libc(long n)
+{
+	for (long i = 0; i < n; i++)
+		libc_syscall(SYS_getpid);
+}
+
+static double syscallpair_direct_ns;
+
+static double bench_syscallpair(long n)
+{
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	const long block = 10000;
+	double interposed = 0, direct = 0;
+	long each = 0;
+
+	libc_syscall = libc ? (syscall_fn)dlsym(libc, "syscall") : NULL;
+	if (!libc_syscall)
+		return -1;
+	/* A B B A: which goes first alternates too. */
+	for (long done = 0; done < n; done += 4 * block, each += 2 * block) {
+		double t0 = cpu_ns();
+		getpid_block_interposed(block);
+		double t1 = cpu_ns();
+		getpid_block_libc(block);
+		double t2 = cpu_ns();
+		getpid_block_libc(block);
+		double t3 = cpu_ns();
+		getpid_block_interposed(block);
+		double t4 = cpu_ns();
+
+		interposed += (t1 - t0) + (t4 - t3);
+		direct += (t2 - t1) + (t3 - t2);
+	}
+	syscallpair_direct_ns = direct / each;
+	return interposed / each;
+}
+
+/*
  * The same lock-heavy work split among `scale_threads` threads: each
  * iteration locks and unlocks a mutex, read-locks and unlocks a rwlock,
  * and posts and takes a semaphore, all the thread's own.  The program
@@ -422,6 +480,7 @@ static const struct {
 	{ "create", bench_create, 20000 },
 	{ "pipe", bench_pipe, 1000000 },
 	{ "syscall", bench_syscall, 5000000 },
+	{ "syscallpair", bench_syscallpair, 5000000 },
 	{ "scale", bench_scale, 2000000 },
 };
 
@@ -440,7 +499,12 @@ int main(int argc, char **argv)
 		long n = argc > 2 ? atol(argv[2]) : benches[i].iterations;
 		if (argc > 3)
 			scale_threads = atol(argv[3]);
-		printf("%s %.3f\n", benches[i].name, benches[i].run(n));
+		double result = benches[i].run(n);
+
+		if (benches[i].run == bench_syscallpair)
+			printf("%s %.3f %.3f\n", benches[i].name, result, syscallpair_direct_ns);
+		else
+			printf("%s %.3f\n", benches[i].name, result);
 		pthread_mutex_lock(&idle_lock);
 		idle_done = 1;
 		pthread_cond_signal(&idle_cond);
