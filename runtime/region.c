@@ -356,7 +356,10 @@ static void after_fork_in_child(void)
 	tdshim_self.record = NULL;
 	tdshim_self.overflow = false;
 	tdshim_self.exited = false;
-	tdshim_self.tid = 0;
+	/* The system call, not glibc's descriptor: a child of a raw fork
+	 * (syscall(SYS_fork), clone without CLONE_CHILD_SETTID) still has
+	 * the parent's tid there (tdshim_fetch_tid). */
+	tdshim_self.tid = gettid();
 	/* The child may be in a new time namespace (unshare(CLONE_NEWTIME)
 	 * moves the children): the parent's counter-clock anchors pair the
 	 * counter with the parent's CLOCK_MONOTONIC.  Zeroed, an anchor no
@@ -520,6 +523,7 @@ static void initialise_once(bool caller_is_main)
 	tdshim_probe_semaphore_layout();
 	tdshim_probe_rwlock_layout();
 	tdshim_probe_mutex_elision();
+	tdshim_probe_thread_tid();
 	if (another_interposer_present()) {
 		tdshim_inline_mutex_kind = TDSHIM_MUTEX_KIND_NEVER_INLINE;
 		tdshim_sync_pass_through(running_on_valgrind());

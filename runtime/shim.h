@@ -147,6 +147,7 @@ extern bool tdshim_standing_down;
 #define tdshim_inline_mutex_kind (tdshim_own_region.sync.header.gate_mutex.half.shim)
 /* Lock elision on: default mutexes are not taken inline. */
 void tdshim_probe_mutex_elision(void);
+void tdshim_probe_thread_tid(void);
 static inline void tdshim_ensure_init(void)
 {
 	if (caa_unlikely(!CMM_LOAD_SHARED(tdshim_process.initialised)))
