@@ -300,11 +300,22 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	return error;
 }
 
+static bool is_signal_frame(struct _Unwind_Context *context)
+{
+	int signal_frame = 0;
+
+	_Unwind_GetIPInfo(context, &signal_frame);
+	return signal_frame != 0;
+}
+
 /* A walk of the caller's stack by the unwinder's tables, as far as they
- * go: whether a frame answers `holds`. */
+ * go, to the first frame that answers `holds`: whether there is one, and
+ * whether that frame was interrupted (a signal frame's, its instruction
+ * pointer exact) rather than stopped at a call. */
 struct stack_search {
 	bool (*holds)(struct _Unwind_Context *context);
 	bool found;
+	bool interrupted;
 };
 
 static _Unwind_Reason_Code search_frame(struct _Unwind_Context *context, void *argument)
@@ -314,28 +325,21 @@ static _Unwind_Reason_Code search_frame(struct _Unwind_Context *context, void *a
 	if (!search->holds(context))
 		return _URC_NO_REASON;
 	search->found = true;
+	search->interrupted = is_signal_frame(context);
 	return _URC_END_OF_STACK;
 }
 
-static bool stack_holds(bool (*holds)(struct _Unwind_Context *context))
+static struct stack_search stack_search(bool (*holds)(struct _Unwind_Context *context))
 {
-	struct stack_search search = { holds, false };
+	struct stack_search search = { holds, false, false };
 
 	_Unwind_Backtrace(search_frame, &search);
-	return search.found;
+	return search;
 }
 
 static bool is_trampoline(struct _Unwind_Context *context)
 {
 	return _Unwind_GetRegionStart(context) == (_Unwind_Ptr)trampoline;
-}
-
-static bool is_signal_frame(struct _Unwind_Context *context)
-{
-	int signal_frame = 0;
-
-	_Unwind_GetIPInfo(context, &signal_frame);
-	return signal_frame != 0;
 }
 
 /* A tracked thread (or one past capacity) whose tracking the exit hook
@@ -351,17 +355,6 @@ enum trampoline_unwinding {
 	TRAMPOLINE_CLEANS_UP,   /* it runs the trampoline's cleanup */
 	TRAMPOLINE_PASSED,      /* it passes the frame without the cleanup */
 };
-
-static _Unwind_Reason_Code find_trampoline(struct _Unwind_Context *context, void *argument)
-{
-	enum trampoline_unwinding *found = argument;
-
-	if (!is_trampoline(context))
-		return _URC_NO_REASON;
-	*found = !is_signal_frame(context) && CMM_LOAD_SHARED(in_start_routine) ? TRAMPOLINE_CLEANS_UP
-										 : TRAMPOLINE_PASSED;
-	return _URC_END_OF_STACK;
-}
 
 /*
  * Whether pthread_exit's unwinding, which walks the same frames with the
@@ -382,10 +375,11 @@ static _Unwind_Reason_Code find_trampoline(struct _Unwind_Context *context, void
  */
 static enum trampoline_unwinding trampoline_on_unwinding(void)
 {
-	enum trampoline_unwinding found = TRAMPOLINE_NOT_REACHED;
+	struct stack_search found = stack_search(is_trampoline);
 
-	_Unwind_Backtrace(find_trampoline, &found);
-	return found;
+	if (!found.found)
+		return TRAMPOLINE_NOT_REACHED;
+	return !found.interrupted && CMM_LOAD_SHARED(in_start_routine) ? TRAMPOLINE_CLEANS_UP : TRAMPOLINE_PASSED;
 }
 
 /* glibc ends a main thread that calls pthread_exit without running
@@ -447,7 +441,7 @@ int tdshim_cancel_requested;
  * frame (the unwinder tells them apart by their tables). */
 static bool in_signal_handler(void)
 {
-	return stack_holds(is_signal_frame);
+	return stack_search(is_signal_frame).found;
 }
 
 /*
