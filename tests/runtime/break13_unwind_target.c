@@ -27,39 +27,10 @@
 #include "fixture.h"
 
 #include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <semaphore.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/select.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <ucontext.h>
-#include <unistd.h>
 
-#include <linux/futex.h>
-
-#define ROUNDS 3
-#define THREADS_MAX 100000
-
-volatile int finished;
-static int futex_word = 1;
-static sem_t semaphore;
-static int silent_pipe[2];
-static int epoll_fd;
-
-/* gdb counts the threads that went through every round untouched. */
-void fodder_done(void);
-__attribute__((noinline)) void fodder_done(void)
-{
-	__asm__ __volatile__("" ::: "memory");
-}
+#include "unwind_rounds.h"
 
 /* The instruction the last SIGUSR2 interrupted (0: none). */
 static volatile unsigned long interrupted_at;
@@ -125,91 +96,14 @@ static void check_after_join(void)
 	interrupted_at = 0;
 }
 
-/* Each thread's own: one ended while it held the lock leaves it held, and
- * the next thread must not wait for it. */
-struct locks {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	pthread_rwlock_t rwlock;
-};
-
-static void one_round(struct locks *locks)
-{
-	static const struct timespec past = { 0, 1 }, zero = { 0, 0 };
-	struct timespec deadline = { 0, 0 };
-	struct pollfd fd = { .fd = silent_pipe[0], .events = POLLIN };
-	struct timeval no_time = { 0, 0 };
-	struct epoll_event event;
-	fd_set read_set;
-	sigset_t set;
-	char byte;
-
-	/* futex through syscall(): the word is not 0, EAGAIN at once. */
-	syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-	/* Rejected before any system call (EINVAL). */
-	clock_nanosleep(CLOCK_THREAD_CPUTIME_ID, 0, &past, NULL);
-	nanosleep(&zero, NULL);
-	poll(&fd, 1, 0);
-	FD_ZERO(&read_set);
-	FD_SET(silent_pipe[0], &read_set);
-	select(silent_pipe[0] + 1, &read_set, NULL, NULL, &no_time);
-	epoll_wait(epoll_fd, &event, 1, 0);
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigtimedwait(&set, NULL, &zero);
-	/* A deadline in the past: ETIMEDOUT at once. */
-	sem_timedwait(&semaphore, &deadline);
-	pthread_mutex_lock(&locks->lock);
-	pthread_cond_timedwait(&locks->cond, &locks->lock, &deadline);
-	pthread_mutex_unlock(&locks->lock);
-	pthread_rwlock_timedrdlock(&locks->rwlock, &deadline);
-	pthread_rwlock_unlock(&locks->rwlock);
-	pthread_rwlock_timedwrlock(&locks->rwlock, &deadline);
-	pthread_rwlock_unlock(&locks->rwlock);
-	if (read(silent_pipe[0], &byte, 1) < 0 && errno != EAGAIN)
-		abort();
-	usleep(0);
-}
-
-static void *fodder(void *unused)
-{
-	struct locks locks = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_RWLOCK_INITIALIZER };
-
-	(void)unused;
-	for (int i = 0; i < ROUNDS; i++)
-		one_round(&locks);
-	fodder_done();
-	return NULL;
-}
-
 int main(void)
 {
-	struct epoll_event never = { .events = EPOLLIN };
-	struct sigaction action = { .sa_sigaction = on_usr2, .sa_flags = SA_SIGINFO };
 	const char *check = getenv("BREAK13_CHECK");
-	int threads = 0;
+	int threads;
 
 	check_waiters = check && !strcmp(check, "waiters");
-	sigemptyset(&action.sa_mask);
-	if (sigaction(SIGUSR2, &action, NULL) != 0 || sem_init(&semaphore, 0, 0) != 0 ||
-	    pipe(silent_pipe) != 0 || (epoll_fd = epoll_create1(0)) < 0 ||
-	    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, silent_pipe[0], &never) != 0) {
-		fprintf(stderr, "break13_unwind_target: cannot set up\n");
-		return 3;
-	}
-	/* read() returns at once. */
-	if (fcntl(silent_pipe[0], F_SETFL, O_NONBLOCK) != 0)
-		return 3;
-	while (!finished && threads < THREADS_MAX) {
-		pthread_t thread;
-
-		if (pthread_create(&thread, NULL, fodder, NULL) != 0 || pthread_join(thread, NULL) != 0) {
-			fprintf(stderr, "break13_unwind_target: cannot start or join thread %d\n", threads);
-			return 3;
-		}
-		threads++;
-		check_after_join();
-	}
+	unwind_rounds_setup("break13_unwind_target", on_usr2);
+	threads = unwind_rounds_run("break13_unwind_target", check_after_join);
 	printf("done %d\n", threads);
 	fprintf(stderr, "break13_unwind_target: %s: %d leaks, %d records never owned\n",
 		check_waiters ? "waiters" : "records", leaks, unowned);
