@@ -2,7 +2,7 @@
 /*
  * async_unwind_target: the target of async_unwind_test.py, run under gdb
  * with the shim preloaded.  One thread at a time goes through the wrapped
- * calls below (each returns at once: the thread spends its time in the
+ * calls of unwind_rounds.h (each returns at once: the thread spends its time in the
  * shim's wrappers) a few times, then calls fodder_done() and ends.  gdb
  * stops it at an instruction of a wrapper and delivers SIGUSR2, whose
  * handler calls pthread_exit: a forced unwinding from that instruction,
