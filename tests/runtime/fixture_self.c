@@ -7,6 +7,8 @@
  * it too.  main and a thread it creates each find their own record under
  * their tid (gettid, not through the shim), and the program runs to its
  * end.
+ * rt_self_plain: the same program without it, run with a library that
+ * defines one (fixture_self_module.c) preloaded after the shim.
  */
 #define _GNU_SOURCE
 #include "fixture.h"
@@ -15,15 +17,9 @@
 #include <stdio.h>
 #include <unistd.h>
 
-static __thread unsigned long thread_number;
-static unsigned long numbers_given;
-
-pthread_t pthread_self(void)
-{
-	if (!thread_number)
-		thread_number = __atomic_add_fetch(&numbers_given, 1, __ATOMIC_RELAXED);
-	return (pthread_t)thread_number;
-}
+#ifdef RT_SELF_OWN
+#include "fixture_self_module.c"
+#endif
 
 static int own_record(void)
 {
