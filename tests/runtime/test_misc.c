@@ -126,6 +126,35 @@ Test(lifecycle, main_thread_pthread_exit_ends_its_tracking)
 	rt_free(&out);
 }
 
+/* A program's own pthread_self, exported, returns no glibc descriptor:
+ * the shim, which reads the tid from glibc's descriptor, must not take
+ * the program's for one (it read the tid at "thread number 1" + 720 and
+ * crashed at start). */
+Test(lifecycle, program_with_its_own_pthread_self)
+{
+	struct rt_output out = rt_run("rt_self", NULL, NULL);
+
+	rt_expect_int(&out, "main.own_record", 1);
+	rt_expect_int(&out, "thread.own_record", 1);
+	rt_expect_int(&out, "self_is_ours", 1);
+	rt_free(&out);
+}
+
+/* The same, the pthread_self from a library preloaded after the shim
+ * (dlsym(RTLD_NEXT) from the shim finds it before glibc's). */
+Test(lifecycle, library_with_its_own_pthread_self)
+{
+	char preload[4096];
+	struct rt_output out;
+
+	snprintf(preload, sizeof(preload), "%s:%s", tdtest_shim_path(), SELF_MODULE);
+	out = rt_run_preloaded("rt_self_plain", NULL, NULL, preload);
+	rt_expect_int(&out, "main.own_record", 1);
+	rt_expect_int(&out, "thread.own_record", 1);
+	rt_expect_int(&out, "self_is_ours", 1);
+	rt_free(&out);
+}
+
 Test(overflow, ended_threads_give_their_records_back)
 {
 	/* 400 threads, at most 9 at once, in 16 records: none may overflow */
