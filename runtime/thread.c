@@ -58,60 +58,50 @@ void tdshim_thread_hide_from_race_detectors(void)
  * the initialising thread; else, and for a descriptor that says 0, the
  * system call.  -1 until then.
  *
- * The descriptor is what pthread_self returns, from the library that
- * publishes the offset: a program may define a pthread_self of its own
- * (exported, it binds the shim's calls too), and so may a library
- * preloaded after the shim (dlsym(RTLD_NEXT) finds that one first), that
- * returns no descriptor at all, a thread number say.  Set before the
- * offset; a thread that sees the offset without it asks the kernel.
+ * The descriptor is found as glibc's own THREAD_SELF finds it, at the
+ * thread pointer (x86-64: the TCB comes first in it, and its `self` word,
+ * %fs:0x10, points to it), not by calling pthread_self: a program may
+ * define a pthread_self of its own (exported, it binds the shim's calls
+ * too), and so may a library preloaded after the shim, that returns no
+ * descriptor at all, a thread number say (runtime.misc's lifecycle
+ * tests: SIGSEGV before main).  Elsewhere, the system call.
  */
 static int32_t pthread_tid_offset = -1;
-static pthread_t (*glibc_pthread_self)(void);
 
-/* pthread_self as the library that defines `symbol` has it, or NULL. */
-static pthread_t (*pthread_self_beside(const void *symbol))(void)
+static const char *thread_descriptor(void)
 {
-	pthread_t (*self)(void) = NULL;
-	Dl_info info;
-	void *library;
+#if defined(__x86_64__)
+	const char *self;
 
-	if (!dladdr(symbol, &info) || !info.dli_fname)
-		return NULL;
-	library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-	if (!library)
-		return NULL;
-	self = (pthread_t(*)(void))dlsym(library, "pthread_self");
-	dlclose(library);
+	__asm__("mov %%fs:0x10, %0" : "=r"(self));
 	return self;
+#else
+	return NULL;
+#endif
 }
 
 void tdshim_probe_thread_tid(void)
 {
 	const uint32_t *field = dlsym(RTLD_NEXT, "_thread_db_pthread_tid");
 	const uint32_t *size = dlsym(RTLD_NEXT, "_thread_db_sizeof_pthread");
-	pthread_t (*self)(void);
+	const char *self = thread_descriptor();
 
-	if (!field || field[0] != 8 * sizeof(pid_t) || field[1] != 1 || field[2] % sizeof(pid_t) != 0 ||
+	if (!self || !field || field[0] != 8 * sizeof(pid_t) || field[1] != 1 || field[2] % sizeof(pid_t) != 0 ||
 	    field[2] > 65536 || (size && field[2] + sizeof(pid_t) > *size))
 		return;
-	self = pthread_self_beside(field);
-	if (!self)
+	if (*(const volatile pid_t *)(self + field[2]) != gettid())
 		return;
-	if (*(const volatile pid_t *)((const char *)self() + field[2]) != gettid())
-		return;
-	CMM_STORE_SHARED(glibc_pthread_self, self);
-	cmm_smp_wmb();
 	CMM_STORE_SHARED(pthread_tid_offset, (int32_t)field[2]);
 }
 
 pid_t tdshim_fetch_tid(void)
 {
 	int32_t offset = CMM_LOAD_SHARED(pthread_tid_offset);
-	pthread_t (*self)(void) = CMM_LOAD_SHARED(glibc_pthread_self);
+	const char *self = offset >= 0 ? thread_descriptor() : NULL;
 	pid_t tid = 0;
 
-	if (offset >= 0 && self)
-		tid = *(const volatile pid_t *)((const char *)self() + offset);
+	if (self)
+		tid = *(const volatile pid_t *)(self + offset);
 	if (tid <= 0)
 		tid = gettid();
 	tdshim_self.tid = tid;
