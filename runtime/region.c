@@ -358,8 +358,12 @@ static void after_fork_in_child(void)
 	tdshim_self.exited = false;
 	/* The system call, not glibc's descriptor: a child of a raw fork
 	 * (syscall(SYS_fork), clone without CLONE_CHILD_SETTID) still has
-	 * the parent's tid there (tdshim_fetch_tid). */
+	 * the parent's tid there (tdshim_fetch_tid).  glibc goes on writing
+	 * that one into its locks, and so does the shim (tdshim_lock_tid). */
 	tdshim_self.tid = gettid();
+	tdshim_self.lock_tid = tdshim_descriptor_tid();
+	if (tdshim_self.lock_tid <= 0)
+		tdshim_self.lock_tid = tdshim_self.tid;
 	/* The child may be in a new time namespace (unshare(CLONE_NEWTIME)
 	 * moves the children): the parent's counter-clock anchors pair the
 	 * counter with the parent's CLOCK_MONOTONIC.  Zeroed, an anchor no

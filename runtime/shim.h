@@ -62,6 +62,9 @@ extern struct tdstat_region tdshim_own_region __attribute__((visibility("hidden"
 struct tdshim_thread {
 	struct tdstat_record *record; /* NULL: not tracked (yet, or overflow) */
 	pid_t tid;                    /* gettid(), 0 until known */
+	pid_t lock_tid;               /* what glibc writes as a lock's owner or writer: its
+				       * descriptor's tid (thread.c), the same but in the child
+				       * of a raw fork; 0 until known */
 	unsigned int wait_depth;      /* nested interposed waits (signal handlers) */
 	unsigned int writing;         /* inside a change of its own record */
 	const void *writing_frame;    /* ... made from this frame */
@@ -288,6 +291,7 @@ static inline void tdshim_testcancel(void)
 void tdshim_thread_end(void);
 void tdshim_thread_adopt(void);
 pid_t tdshim_fetch_tid(void);
+pid_t tdshim_descriptor_tid(void);
 
 /* The caller's tid, fetched once per thread (and again in a fork child). */
 static inline pid_t tdshim_cached_tid(void)
@@ -295,6 +299,19 @@ static inline pid_t tdshim_cached_tid(void)
 	pid_t tid = tdshim_self.tid;
 
 	return caa_likely(tid != 0) ? tid : tdshim_fetch_tid();
+}
+
+/* The tid the shim writes into, and compares with, glibc's own lock
+ * fields (a mutex's __owner, an rwlock's __cur_writer): glibc's, so that
+ * glibc's unlock of a lock the shim took finds its own thread there. */
+static inline pid_t tdshim_lock_tid(void)
+{
+	pid_t tid = tdshim_self.lock_tid;
+
+	if (caa_likely(tid != 0))
+		return tid;
+	tdshim_fetch_tid();
+	return tdshim_self.lock_tid;
 }
 
 /*

@@ -94,16 +94,22 @@ void tdshim_probe_thread_tid(void)
 	CMM_STORE_SHARED(pthread_tid_offset, (int32_t)field[2]);
 }
 
-pid_t tdshim_fetch_tid(void)
+/* The tid glibc's descriptor holds for the caller, 0 where unknown. */
+pid_t tdshim_descriptor_tid(void)
 {
 	int32_t offset = CMM_LOAD_SHARED(pthread_tid_offset);
 	const char *self = offset >= 0 ? thread_descriptor() : NULL;
-	pid_t tid = 0;
 
-	if (self)
-		tid = *(const volatile pid_t *)(self + offset);
+	return self ? *(const volatile pid_t *)(self + offset) : 0;
+}
+
+pid_t tdshim_fetch_tid(void)
+{
+	pid_t tid = tdshim_descriptor_tid();
+
 	if (tid <= 0)
 		tid = gettid();
+	tdshim_self.lock_tid = tid;
 	tdshim_self.tid = tid;
 	return tid;
 }

@@ -25,7 +25,7 @@
 
 static inline void record_ownership(pthread_mutex_t *mutex)
 {
-	mutex->__data.__owner = tdshim_cached_tid();
+	mutex->__data.__owner = tdshim_lock_tid();
 	++mutex->__data.__nusers;
 }
 
@@ -124,7 +124,7 @@ static bool fails_without_waiting(const pthread_mutex_t *mutex)
 		return false;
 	int owner = CMM_LOAD_SHARED(mutex->__data.__owner);
 	return owner == OWNER_NOT_RECOVERABLE ||
-	       (type == PTHREAD_MUTEX_ERRORCHECK_NP && owner == tdshim_cached_tid());
+	       (type == PTHREAD_MUTEX_ERRORCHECK_NP && owner == tdshim_lock_tid());
 }
 
 /* The lock paths' own try of a mutex that is not taken inline: glibc's
@@ -366,7 +366,7 @@ __attribute__((noinline)) static int unlock_tracked(pthread_mutex_t *mutex)
 	 * unlock by another thread fails and counts nothing. */
 	int owner = CMM_LOAD_SHARED(mutex->__data.__owner);
 
-	if (owner == tdshim_cached_tid())
+	if (owner == tdshim_lock_tid())
 		tdshim_sync_released(tdshim_sync_entry(mutex, TDSTAT_SYNC_MUTEX));
 	if (is_inline_kind(mutex)) {
 		unlock_inline(mutex);

@@ -58,7 +58,7 @@ void tdshim_probe_rwlock_layout(void)
 	     tdshim_real_pthread_rwlock_trywrlock(&probe) == 0 &&
 	     probe.__data.__readers == (RWLOCK_WRITE_PHASE | RWLOCK_WRITE_LOCKED) &&
 	     probe.__data.__writers_futex == 1 && probe.__data.__wrphase_futex == 1 &&
-	     probe.__data.__cur_writer == tdshim_cached_tid();
+	     probe.__data.__cur_writer == tdshim_lock_tid();
 	ok = ok && tdshim_real_pthread_rwlock_unlock(&probe) == 0 && probe.__data.__readers == RWLOCK_WRITE_PHASE &&
 	     probe.__data.__writers_futex == 0 && probe.__data.__cur_writer == 0;
 	/* A race detector takes the stack slot for an rwlock until told. */
@@ -275,7 +275,7 @@ TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *lo
 				CMM_STORE_SHARED(lock->__data.__writers_futex, 1);
 				if (!(seen & RWLOCK_WRITE_PHASE))
 					CMM_STORE_SHARED(lock->__data.__wrphase_futex, 1);
-				CMM_STORE_SHARED(lock->__data.__cur_writer, tdshim_cached_tid());
+				CMM_STORE_SHARED(lock->__data.__cur_writer, tdshim_lock_tid());
 				return 0;
 			}
 		} else if (caa_likely((seen & RWLOCK_WRITE_LOCKED) | ((seen >= RWLOCK_ONE_READER) & ~seen & RWLOCK_WRITE_PHASE))) {
@@ -474,7 +474,7 @@ __attribute__((noinline, cold)) static void cond_wait_tracked_begins(struct cond
 	tracking->entry = tdshim_sync_entry(cond, TDSTAT_SYNC_COND);
 	if (!tracking->entry)
 		return;
-	if (CMM_LOAD_SHARED(mutex->__data.__owner) == tdshim_cached_tid())
+	if (CMM_LOAD_SHARED(mutex->__data.__owner) == tdshim_lock_tid())
 		tdshim_sync_released(tdshim_sync_entry(mutex, TDSTAT_SYNC_MUTEX));
 	tracking->start = tdshim_now_ns();
 }
@@ -1339,7 +1339,7 @@ __attribute__((noinline, cold)) static int rwlock_unlock_tracked(pthread_rwlock_
 {
 	int writer = CMM_LOAD_SHARED(lock->__data.__cur_writer);
 
-	if (writer != 0 && writer == tdshim_cached_tid())
+	if (writer != 0 && writer == tdshim_lock_tid())
 		tdshim_sync_released(tdshim_sync_entry(lock, TDSTAT_SYNC_RWLOCK));
 	if (CMM_LOAD_SHARED(rwlock_layout_known) == 1 && writer == 0 && release_reader_inline(lock))
 		return 0;
@@ -1400,7 +1400,7 @@ TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *lock)
 			if ((seen & RWLOCK_STATE_BITS) == 0 && seen >= RWLOCK_ONE_READER &&
 			    uatomic_cmpxchg(&lock->__data.__readers, seen, seen - RWLOCK_ONE_READER) == seen)
 				return 0;
-		} else if (writer == CMM_LOAD_SHARED(tdshim_self.tid) && /* 0 until known: glibc's */
+		} else if (writer == CMM_LOAD_SHARED(tdshim_self.lock_tid) && /* 0 until known: glibc's */
 			   CMM_LOAD_SHARED(lock->__data.__flags) == PTHREAD_RWLOCK_PREFER_READER_NP) {
 			return rwlock_write_release(lock);
 		}

@@ -10,7 +10,11 @@
  * record carries its own tid, status.pid, the window (restarted at the
  * fork when gathering was on, empty otherwise), and (fork only) that it
  * can still create and track a thread.  The parent then prints parent.*
- * lines.
+ * lines.  Every child also takes and gives back locks the shim takes
+ * inline and glibc gives back (child.rwlock_retaken, child.mutex_unlocked):
+ * after a raw fork glibc's descriptor still holds the parent's tid, which
+ * glibc writes and checks as the owner, so the shim must write that one
+ * too, not the kernel's.
  */
 #define _GNU_SOURCE
 #include "fixture.h"
@@ -58,6 +62,8 @@ static void *child_thread(void *arg)
 	return NULL;
 }
 
+static void locks_in_child(void);
+
 static void in_child(bool raw)
 {
 	struct tdstat_region *region = fx_region();
@@ -84,6 +90,7 @@ static void in_child(bool raw)
 	fx_print_snapshot("child", &snapshot);
 	/* one thread only, alive since before the window start */
 	printf("child.tracked_is_window=%d\n", snapshot.tracked_ns == snapshot.window_ns);
+	locks_in_child();
 	if (raw) {
 		/* only async-signal-safe calls in the child of _Fork */
 		fflush(stdout);
@@ -97,6 +104,33 @@ static void in_child(bool raw)
 	printf("child.live_end=%d\n", fx_live_records());
 	fflush(stdout);
 	_exit(0);
+}
+
+/* A writer-preferring rwlock taken, given back and taken again (the shim
+ * tries it inline, glibc's unlock compares the writer with its own tid),
+ * and an error-checking mutex locked and unlocked (glibc's unlock fails
+ * with EPERM unless the owner is its own tid). */
+static void locks_in_child(void)
+{
+	pthread_rwlockattr_t attr;
+	pthread_rwlock_t rwlock;
+	pthread_mutexattr_t mutex_attr;
+	pthread_mutex_t mutex;
+	int first, second, unlocked;
+
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&rwlock, &attr);
+	first = pthread_rwlock_trywrlock(&rwlock);
+	pthread_rwlock_unlock(&rwlock);
+	second = pthread_rwlock_trywrlock(&rwlock);
+	printf("child.rwlock_retaken=%d\n", first == 0 && second == 0);
+	pthread_mutexattr_init(&mutex_attr);
+	pthread_mutexattr_settype(&mutex_attr, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&mutex, &mutex_attr);
+	pthread_mutex_lock(&mutex);
+	unlocked = pthread_mutex_unlock(&mutex);
+	printf("child.mutex_unlocked=%d\n", unlocked == 0);
 }
 
 static pid_t fork_by(const char *how)

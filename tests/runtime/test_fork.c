@@ -25,6 +25,8 @@ static void expect_child(const char *gathering, const char *from)
 	rt_expect_int(&out, "child.overflow_live", 0);
 	rt_expect_int(&out, "child.enabled", on);
 	rt_expect_int(&out, "child.impossible", 0);
+	rt_expect_int(&out, "child.rwlock_retaken", 1);
+	rt_expect_int(&out, "child.mutex_unlocked", 1);
 	window = rt_int(&out, "child.window_ns");
 	tracked = rt_int(&out, "child.tracked_ns");
 	runnable = rt_int(&out, "child.runnable_ns");
