@@ -296,15 +296,45 @@ td_err_e tddb_stats_ns(struct td_thragent *agent, bool kinds, td_ta_stats_ns_t *
 	}
 }
 
+/*
+ * A reset while gathering is on writes the new CPU start first, then the
+ * new window start (docs/READER.md, "Control writes").  A reader that
+ * stops waiting for `rewriting` (a controller held up or killed between
+ * the two) finds the old window with the new window's CPU start, and
+ * would count that window's CPU time from it: from 45 ms down to nothing
+ * within one window.  Until the generation moves (the change's last
+ * write but `rewriting = 0`), nothing but this change in progress has
+ * touched the block since this agent last read it whole: that block's
+ * CPU start is the window's.  A controller that never finishes leaves
+ * the old window as this agent last saw it, growing.  A reader with no
+ * whole block read yet has nothing to go down from.
+ */
+static void settled_cpu_start(struct td_thragent *agent, struct tdstat_control *control)
+{
+	pthread_mutex_lock(&agent->control_lock);
+	if (control->rewriting == 0) {
+		agent->settled.valid = true;
+		agent->settled.window_start_ns = control->window_start_ns;
+		agent->settled.cpu_start_ns = control->cpu_start_ns;
+		agent->settled.generation = control->generation;
+	} else if (agent->settled.valid && agent->settled.window_start_ns == control->window_start_ns &&
+		   agent->settled.generation == control->generation) {
+		control->cpu_start_ns = agent->settled.cpu_start_ns;
+	}
+	pthread_mutex_unlock(&agent->control_lock);
+}
+
 td_err_e tddb_stats_from_snapshot(struct td_thragent *agent, const struct tddb_snapshot *snapshot_in,
 				  struct tddb_cpu_ahead *ahead, td_ta_stats_ns_t *stats)
 {
-	const struct tddb_snapshot snapshot = *snapshot_in;
+	struct tddb_snapshot snapshot = *snapshot_in;
 	struct tddb_image image;
 	uint64_t cpu_end, cpu = 0;
 	td_err_e err;
 
 	tddb_image_query(agent, &image);
+	if (!image.frozen)
+		settled_cpu_start(agent, &snapshot.control);
 	if (!snapshot.enabled) {
 		cpu_end = snapshot.control.cpu_end_ns;
 		/* No reading needed, nor, most likely, by the next snapshot. */

@@ -206,6 +206,15 @@ struct td_thragent {
 	 * read it before its reads (stats.c).  A hint: a wrong one costs a
 	 * read of the header. */
 	bool cpu_spared;
+	/* The CPU start of the last control block this agent read whole
+	 * (`rewriting` 0), with its window's start and generation: a block
+	 * read halfway through a reset, the new CPU start already in beside
+	 * the old window's start, is read with this one (stats.c,
+	 * settled_cpu_start).  Under control_lock. */
+	struct {
+		bool valid;
+		uint64_t window_start_ns, cpu_start_ns, generation;
+	} settled;
 	struct tddb_cpu_timer cpu_timer;
 	/* /proc/PID/task of a live target, kept open (control_lock) once a
 	 * snapshot needs the kernel's thread count: fstat of it is that

@@ -497,6 +497,58 @@ BOTH(a_disable_held_up_before_its_writes_keeps_what_was_read_meanwhile)
 }
 
 /*
+ * A reset held up between its first two control writes (its thread
+ * preempted on a loaded machine, or the controller killed there): the
+ * block then holds the new window's CPU start beside the old window's
+ * start, `rewriting` still 1.  A reader that stops waiting for
+ * `rewriting` (32 tries) took the old window's CPU time from the new
+ * start: 45 ms -> 0 within one window in CI
+ * (reliability.regression.review.resets-monotonic).
+ */
+static struct {
+	td_thragent_t *reader;
+	struct figures before, during;
+	int state; /* 1: armed, 2: read */
+} held_reset;
+
+static void read_while_the_reset_is_held_up(struct ps_prochandle *ph, psaddr_t address, const void *buffer,
+					    size_t size)
+{
+	uintptr_t window_start = FAKE_REGION_ADDRESS + offsetof(struct tdstat_region_header, control) +
+				 offsetof(struct tdstat_control, window_start_ns);
+
+	(void)ph, (void)buffer, (void)size;
+	/* The write of the new start comes after the CPU start's. */
+	if (held_reset.state != 1 || (uintptr_t)address != window_start)
+		return;
+	held_reset.state = 2;
+	read_figures(held_reset.reader, false, &held_reset.during);
+}
+
+BOTH(a_reset_held_up_between_its_writes_keeps_the_old_window_s_cpu_time)
+{
+	const td_ta_stats_ns_t *before = &held_reset.before.process, *during = &held_reset.during.process;
+	uint64_t until;
+
+	cr_assert_eq(td_ta_new(&target, &held_reset.reader), TD_OK);
+	window_enabled_ago(30 * 1000 * 1000);
+	until = process_cpu_ns() + 5 * 1000 * 1000;
+	while (process_cpu_ns() < until)
+		;
+	read_figures(held_reset.reader, false, &held_reset.before);
+	cr_assert_geq(before->cpu_ns, 5 * 1000 * 1000);
+	held_reset.state = 1;
+	target.before_write = read_while_the_reset_is_held_up;
+	cr_assert_eq(td_ta_reset_stats(agent), TD_OK);
+	target.before_write = NULL;
+	cr_assert_eq(held_reset.state, 2, "the reset wrote no window start");
+	cr_assert_eq(during->window_start_ns, before->window_start_ns, "read before the new start landed");
+	cr_assert_geq(during->cpu_ns, before->cpu_ns, "the old window's CPU time went down: %" PRIu64 " -> %" PRIu64
+		      " ns", before->cpu_ns, during->cpu_ns);
+	td_ta_delete(held_reset.reader);
+}
+
+/*
  * A walk (td_ta_thr_stats_iter) counts each chunk of records up to a
  * clock taken just before its reads, after the header's copies, and hands
  * each thread out as it goes: it cannot read again.  A disable that lands
