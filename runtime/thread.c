@@ -3,9 +3,11 @@
  * Thread lifecycle: creation (the creator claims the record, so the time
  * before the new thread first runs counts as RUNNABLE), adoption of
  * threads the shim did not see created, and the end of tracking on every
- * exit path (the trampoline's cleanup on return and unwinding, a
- * thread_local destructor of the shim's where that is not enough; the
- * main thread ends at exit or in pthread_exit).
+ * exit path (the trampoline's cleanup on return and unwinding, a cleanup
+ * buffer of glibc's where the unwinding stops short of the trampoline, a
+ * thread_local destructor of the shim's after the program's own and in a
+ * thread the shim did not start; the main thread ends at exit or in
+ * pthread_exit).
  * Also pthread_setconcurrency, and the wait scope.
  */
 #include <dlfcn.h>
@@ -33,7 +35,8 @@ extern void *__dso_handle;
  * registration itself. */
 static __thread bool exit_hook_registered TDSHIM_TLS;
 /* Set while the trampoline's frame stands at the call of the start
- * routine, the one call its cleanup covers (see before_thread_exit). */
+ * routine, the one call its cleanup covers (see before_thread_exit), and
+ * thread_entry's cleanup buffer is on glibc's list. */
 static __thread bool in_start_routine TDSHIM_TLS;
 
 static bool is_record_launch(const struct launch *launch)
@@ -167,12 +170,15 @@ void tdshim_thread_end(void)
  *
  * The registration allocates (glibc's calloc): in a thread that never
  * allocates, a malloc cache set up and flushed, about 1,900 instructions,
- * more than half of what the shim adds to a create+join.  So a thread
- * the trampoline started registers only when it must (see trampoline):
- * an adopted thread, a thread that registers a thread_local destructor of
- * its own, one that turns on asynchronous cancellation, and one that
- * calls pthread_exit.  Should it fail, only process exit ends the
- * thread's tracking.
+ * more than half of what the shim adds to a create+join.  And it takes
+ * the dynamic loader's lock (against a racing dlclose), which dlopen
+ * holds while a library's constructor runs: a thread that the constructor
+ * starts and joins would wait for it for ever, where bare glibc takes
+ * none.  So only where the program's own call takes that lock anyway (a
+ * thread_local destructor of its own, see __cxa_thread_atexit_impl), and
+ * in a thread the trampoline did not start (adopted; or past its start
+ * routine, in a thread_local destructor), whose end nothing else sees.
+ * Should it fail, only process exit ends the thread's tracking.
  */
 static void register_exit_hook(bool main_thread_possible)
 {
@@ -190,6 +196,20 @@ static void end_tracking_unless_hooked(bool *unused)
 	if (!exit_hook_registered)
 		end_tracking();
 }
+
+/* thread_entry's cleanup buffer, which glibc runs as the unwinding leaves
+ * its frame or ends short of it. */
+static void end_tracking_at_unwinding(void *unused)
+{
+	if (!exit_hook_registered)
+		end_tracking();
+}
+
+/* glibc's cleanup buffers of the first kind (pthread_cleanup_push before
+ * glibc 2.3.3, exported still and used inside libc): a list in the
+ * thread's descriptor, no allocation, no lock. */
+void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer, void (*routine)(void *), void *argument);
+void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int execute);
 
 /* Runs in the thread itself, first thing, on the record its creator (or
  * adopt) claimed. */
@@ -260,16 +280,13 @@ void tdshim_thread_adopt(void)
  * A thread the shim started ends its tracking as it leaves the start
  * routine: on return, and on the unwinding of pthread_exit or a deferred
  * cancellation (the shim is built with -fexceptions, so the cleanup runs
- * as the unwinding passes this frame).  The exit hook takes over where
- * that is not enough (register_exit_hook): a thread_local destructor of
- * the program's own (so its waits stay tracked), asynchronous
- * cancellation (whose unwinding from an arbitrary instruction does not
- * always reach this frame), pthread_exit (whatever the frames above have
- * for unwinding).  One case remains: a deferred cancellation in a thread
- * whose own frames have no unwind tables, which glibc ends with a longjmp
- * past this frame, stays tracked until the process exits.
+ * as the unwinding passes this frame).  Where that is not enough, the
+ * cleanup buffer of thread_entry below, or the exit hook
+ * (register_exit_hook) where the program registers a thread_local
+ * destructor of its own (so its waits stay tracked).  Never inlined:
+ * before_thread_exit looks for its frame.
  */
-static void *trampoline(void *argument)
+static __attribute__((noinline)) void *trampoline(void *argument)
 {
 	struct launch *launch = argument;
 	struct launch copy = *launch;
@@ -280,15 +297,36 @@ static void *trampoline(void *argument)
 		free(launch);
 		begin_tracking(NULL);
 	}
-	/* A thread that must register (the program's first request came
-	 * before this one started) registers now. */
-	if (CMM_LOAD_SHARED(tdshim_cancel_requested))
-		register_exit_hook(false);
 	bool leaving __attribute__((cleanup(end_tracking_unless_hooked))) = true;
 	(void)leaving;
 	CMM_STORE_SHARED(in_start_routine, true);
 	void *result = copy.start_routine(copy.argument);
 	CMM_STORE_SHARED(in_start_routine, false);
+	return result;
+}
+
+/*
+ * What pthread_create starts: the trampoline, inside a cleanup buffer.
+ * Where the unwinding of a cancellation or pthread_exit stops short of
+ * the trampoline (frames without unwind tables, an asynchronous
+ * cancellation at an instruction the tables do not describe), glibc
+ * longjmps to start_thread past it; but first, in its unwinding's stop
+ * function, it runs every cleanup buffer of the first kind still on the
+ * thread's list (nptl/unwind.c, unwind_stop), as it does for one whose
+ * frame the unwinding leaves, also one whose cleanup an interrupted frame
+ * skipped (personality.c): a pthread_exit from a signal handler inside
+ * the trampoline, an asynchronous cancellation left on past the start
+ * routine.  A few stores, no lock, no allocation, where the exit hook
+ * takes the loader's lock.  The buffer lies above the trampoline's frame,
+ * so glibc runs it after the cleanups of the start routine's frames.
+ */
+static void *thread_entry(void *argument)
+{
+	struct _pthread_cleanup_buffer unwinding;
+
+	_pthread_cleanup_push(&unwinding, end_tracking_at_unwinding, NULL);
+	void *result = trampoline(argument);
+	_pthread_cleanup_pop(&unwinding, 0);
 	return result;
 }
 
@@ -315,7 +353,7 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	launch->start_routine = start_routine;
 	launch->argument = argument;
 
-	error = tdshim_real_pthread_create(thread, attr, trampoline, launch);
+	error = tdshim_real_pthread_create(thread, attr, thread_entry, launch);
 	if (error == 0)
 		return 0;
 	if (record) {
@@ -386,13 +424,7 @@ enum trampoline_unwinding {
 
 /*
  * Whether pthread_exit's unwinding, which walks the same frames with the
- * same tables, will pass the trampoline and run its cleanup.  Asked
- * rather than registering the exit hook at every pthread_exit: the
- * registration takes the dynamic loader's lock (glibc's
- * __cxa_thread_atexit_impl, against a racing dlclose), and a thread that
- * a library's constructor starts and joins would wait for that lock for
- * ever (dlopen holds it while the constructor runs), where bare glibc's
- * pthread_exit, its unwinder loaded, takes no such lock.
+ * same tables, will pass the trampoline and run its cleanup.
  *
  * The cleanup covers the call of the start routine only, and only while
  * that frame stands at the call: a pthread_exit from a signal handler
@@ -415,8 +447,14 @@ static enum trampoline_unwinding trampoline_on_unwinding(void)
  * thread is tracked until the process exits.)  Another thread keeps its
  * tracking through the unwinding (the waits of its cleanup handlers
  * count): the trampoline's cleanup ends it, or, where the unwinding
- * stops short of the trampoline (frames without unwind tables), the exit
- * hook.  Where the unwinding will pass the trampoline without its
+ * stops short of the trampoline (frames without unwind tables), its
+ * cleanup buffer; the exit hook in a thread the trampoline did not start
+ * (adopted) or has left (a thread_local destructor's pthread_exit).
+ * Not the exit hook where the buffer will do: a thread that a library's
+ * constructor starts and joins would wait for ever for the loader's lock
+ * that its registration takes (dlopen holds it while the constructor
+ * runs), where bare glibc's pthread_exit, its unwinder loaded, takes no
+ * such lock.  Where the unwinding will pass the trampoline without its
  * cleanup (a signal handler's pthread_exit that interrupted the
  * trampoline's own code, or its calls before and after the start
  * routine), the tracking ends here, before the handler's own cleanups:
@@ -433,7 +471,8 @@ static void before_thread_exit(void)
 		return;
 	switch (trampoline_on_unwinding()) {
 	case TRAMPOLINE_NOT_REACHED:
-		register_exit_hook(false);
+		if (!CMM_LOAD_SHARED(in_start_routine))
+			register_exit_hook(false);
 		break;
 	case TRAMPOLINE_PASSED:
 		end_tracking();
@@ -473,18 +512,19 @@ static bool in_signal_handler(void)
 }
 
 /*
- * A thread that turns on asynchronous cancellation gets the exit hook
- * first (see trampoline).  Once per thread.  Not from a signal handler:
- * the registration allocates, and a handler that interrupted malloc would
- * wait for ever for the lock its own thread holds, where glibc's
- * pthread_setcanceltype takes none.  There the trampoline's cleanup alone
- * ends the thread (DESIGN.md).
+ * A thread that turns on asynchronous cancellation, whose unwinding from
+ * an arbitrary instruction does not always reach the trampoline, ends at
+ * thread_entry's cleanup buffer.  One outside its start routine (adopted,
+ * or in a thread_local destructor) gets the exit hook first, once.  Not
+ * from a signal handler: the registration allocates, and a handler that
+ * interrupted malloc would wait for ever for the lock its own thread
+ * holds, where glibc's pthread_setcanceltype takes none (DESIGN.md).
  */
 TDSHIM_EXPORT int pthread_setcanceltype(int type, int *old_type)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_setcanceltype);
-	if (type == PTHREAD_CANCEL_ASYNCHRONOUS && !exit_hook_registered && !tdshim_self.exited &&
-	    !in_signal_handler())
+	if (type == PTHREAD_CANCEL_ASYNCHRONOUS && !CMM_LOAD_SHARED(in_start_routine) && !exit_hook_registered &&
+	    !tdshim_self.exited && !in_signal_handler())
 		register_exit_hook(true);
 	return tdshim_real_pthread_setcanceltype(type, old_type);
 }

@@ -8,11 +8,15 @@
  * (returns, nobody joins), create_failure (pthread_create fails),
  * exit_no_unwind (pthread_exit from a frame without unwind tables),
  * thrd_exit_no_unwind (C11's thrd_exit from such a frame),
+ * cancel_no_unwind (deferred cancellation in such a frame),
  * cancel_async_no_unwind (asynchronous cancellation in such a frame),
  * tls_dtor_waits (returns, then waits in a thread_local destructor of its
  * own: still tracked there, state_in_destructor and live_in_destructor),
- * exit_in_constructor (pthread_exit in a thread that a library's
- * constructor starts and joins during dlopen: module_joined, live_after).
+ * BODY_in_constructor[_after_cancel] (a thread that a library's
+ * constructor starts and joins during dlopen, which holds the loader's
+ * lock, ends as BODY says: exit, return, async, exit_no_unwind, see
+ * fixture_lifecycle_module.c; _after_cancel: the program has cancelled a
+ * thread before the dlopen: module_joined, live_after).
  * async_in_handler (threads that allocate turn asynchronous cancellation
  * on and off in a signal handler, as glibc allows: all_joined, live_after).
  *
@@ -208,7 +212,15 @@ static void *exits_early(void *arg)
 	pthread_exit(NULL);
 }
 
-static int exit_in_constructor(int live_before)
+static void *waits_for_cancel(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static int thread_in_constructor(int live_before, const char *body, bool after_cancel)
 {
 	pthread_t thread;
 
@@ -217,6 +229,17 @@ static int exit_in_constructor(int live_before)
 	 * constructor takes no loader lock. */
 	if (pthread_create(&thread, NULL, exits_early, NULL) != 0 || pthread_join(thread, NULL) != 0)
 		fx_die("first thread failed");
+	/* The program's first cancellation request changes how every thread
+	 * started after it ends its tracking. */
+	if (after_cancel) {
+		void *result = NULL;
+
+		if (pthread_create(&thread, NULL, waits_for_cancel, NULL) != 0 || pthread_cancel(thread) != 0 ||
+		    pthread_join(thread, &result) != 0 || result != PTHREAD_CANCELED)
+			fx_die("cancelled thread failed");
+	}
+	if (setenv("LIFECYCLE_MODULE_THREAD", body, 1) != 0)
+		fx_die("setenv failed");
 	fflush(stdout);
 	/* A hang is this test's failure: end it early, with nothing printed. */
 	alarm(FX_TIMEOUT_MS / 1000 + 1);
@@ -313,8 +336,18 @@ int main(int argc, char **argv)
 	printf("live_before=%d\n", live_before);
 	if (!strcmp(how, "create_failure"))
 		return create_failure(live_before);
-	if (!strcmp(how, "exit_in_constructor"))
-		return exit_in_constructor(live_before);
+	const char *in_constructor = strstr(how, "_in_constructor");
+	if (in_constructor) {
+		char module_body[32];
+		size_t length = (size_t)(in_constructor - how);
+
+		if (length >= sizeof(module_body))
+			fx_die("unknown way to end: %s", how);
+		memcpy(module_body, how, length);
+		module_body[length] = '\0';
+		return thread_in_constructor(live_before, module_body,
+					     !strcmp(in_constructor, "_in_constructor_after_cancel"));
+	}
 	if (!strcmp(how, "async_in_handler"))
 		return async_in_handler(live_before);
 	if (!strcmp(how, "return") || detached) {
@@ -340,6 +373,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(how, "thrd_exit_no_unwind")) {
 		body = lifecycle_thrd_exits_without_unwind_tables;
 		expected = (void *)43;
+	} else if (!strcmp(how, "cancel_no_unwind")) {
+		body = lifecycle_cancel_without_unwind_tables;
+		expected = PTHREAD_CANCELED;
 	} else if (!strcmp(how, "cancel_async_no_unwind")) {
 		body = lifecycle_async_cancel_without_unwind_tables;
 		expected = PTHREAD_CANCELED;

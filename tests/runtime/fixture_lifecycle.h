@@ -10,6 +10,7 @@ void publish_self(void);
 
 void *lifecycle_exits_without_unwind_tables(void *arg);
 void *lifecycle_thrd_exits_without_unwind_tables(void *arg);
+void *lifecycle_cancel_without_unwind_tables(void *arg);
 void *lifecycle_async_cancel_without_unwind_tables(void *arg);
 
 #endif

@@ -4,7 +4,7 @@
  * (tests/runtime/CMakeLists.txt): a cancellation or pthread_exit that
  * unwinds from here stops at these frames, and glibc ends the thread with
  * a longjmp to start_thread, past the shim's trampoline.  Its tracking
- * must end anyway (runtime/thread.c: the exit hook).
+ * must end anyway (runtime/thread.c: thread_entry's cleanup buffer).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -30,6 +30,18 @@ void *lifecycle_thrd_exits_without_unwind_tables(void *arg)
 	publish_self();
 	sem_wait(&hold_gate);
 	thrd_exit(43);
+}
+
+/* A deferred cancellation, in a thread started before the program's
+ * first cancellation request. */
+void *lifecycle_cancel_without_unwind_tables(void *arg)
+{
+	(void)arg;
+	sem_wait(&start_gate);
+	publish_self();
+	for (;;)
+		sem_wait(&hold_gate);
+	return NULL;
 }
 
 void *lifecycle_async_cancel_without_unwind_tables(void *arg)

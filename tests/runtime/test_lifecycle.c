@@ -55,6 +55,9 @@ Test(lifecycle, detached_end_by_return) { expect_tracked_until_end("detached"); 
 Test(lifecycle, pthread_exit_without_unwind_tables) { expect_tracked_until_end("exit_no_unwind"); }
 Test(lifecycle, thrd_exit_without_unwind_tables) { expect_tracked_until_end("thrd_exit_no_unwind"); }
 Test(lifecycle, async_cancel_without_unwind_tables) { expect_tracked_until_end("cancel_async_no_unwind"); }
+/* The thread started before the program's first pthread_cancel: it ended
+ * only with the process before the trampoline kept a cleanup buffer. */
+Test(lifecycle, cancel_without_unwind_tables) { expect_tracked_until_end("cancel_no_unwind"); }
 
 /* A thread_local destructor of the program's runs after the start routine
  * returned: the thread is still tracked there, its waits count. */
@@ -80,17 +83,45 @@ Test(lifecycle, failed_create_leaves_no_record)
 	rt_free(&out);
 }
 
-/* pthread_exit in a thread that a library's constructor starts and joins:
- * dlopen holds the loader's lock meanwhile, which glibc's
- * __cxa_thread_atexit_impl takes.  The shim registered its exit hook at
- * every pthread_exit and the program hung. */
-Test(lifecycle, pthread_exit_in_thread_joined_by_constructor)
+/* A thread that a library's constructor starts and joins: dlopen holds
+ * the loader's lock meanwhile, which glibc's __cxa_thread_atexit_impl
+ * takes.  A thread that ended its tracking in a thread_local destructor
+ * of the shim's registered it there, waited for the lock, and the program
+ * hung. */
+static void expect_constructor_joins(const char *how)
 {
-	struct rt_output out = run("exit_in_constructor");
+	struct rt_output out = run(how);
 
 	rt_expect_int(&out, "module_joined", 1);
 	rt_expect_int(&out, "live_after", 0);
 	rt_free(&out);
+}
+
+/* The shim registered its exit hook at every pthread_exit. */
+Test(lifecycle, pthread_exit_in_thread_joined_by_constructor) { expect_constructor_joins("exit_in_constructor"); }
+/* Asynchronous cancellation turned on, and a pthread_exit from frames
+ * without unwind tables, register the exit hook. */
+Test(lifecycle, async_cancel_type_in_thread_joined_by_constructor)
+{
+	expect_constructor_joins("async_in_constructor");
+}
+Test(lifecycle, pthread_exit_without_unwind_tables_in_thread_joined_by_constructor)
+{
+	expect_constructor_joins("exit_no_unwind_in_constructor");
+}
+/* After the program's first pthread_cancel every new thread registers the
+ * exit hook as it starts. */
+Test(lifecycle, return_in_thread_joined_by_constructor_after_cancel)
+{
+	expect_constructor_joins("return_in_constructor_after_cancel");
+}
+Test(lifecycle, async_cancel_type_in_thread_joined_by_constructor_after_cancel)
+{
+	expect_constructor_joins("async_in_constructor_after_cancel");
+}
+Test(lifecycle, pthread_exit_in_thread_joined_by_constructor_after_cancel)
+{
+	expect_constructor_joins("exit_in_constructor_after_cancel");
 }
 
 /* pthread_setcanceltype(ASYNCHRONOUS) in a signal handler that interrupted
