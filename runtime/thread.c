@@ -24,6 +24,8 @@
  * nothing; a thread past capacity gets a heap one. */
 struct launch {
 	void *(*start_routine)(void *);
+	/* Instead, a C11 one (thrd_create), which returns an int. */
+	int (*c11_start_routine)(void *);
 	void *argument;
 };
 static struct launch launches[TDSTAT_RECORD_CAPACITY];
@@ -300,7 +302,10 @@ static __attribute__((noinline)) void *trampoline(void *argument)
 	bool leaving __attribute__((cleanup(end_tracking_unless_hooked))) = true;
 	(void)leaving;
 	CMM_STORE_SHARED(in_start_routine, true);
-	void *result = copy.start_routine(copy.argument);
+	/* A C11 routine's int as glibc's start_thread stores it, where
+	 * thrd_join finds it. */
+	void *result = copy.c11_start_routine ? (void *)(uintptr_t)copy.c11_start_routine(copy.argument)
+					      : copy.start_routine(copy.argument);
 	CMM_STORE_SHARED(in_start_routine, false);
 	return result;
 }
@@ -330,16 +335,13 @@ static void *thread_entry(void *argument)
 	return result;
 }
 
-TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-				 void *(*start_routine)(void *), void *argument)
+static int create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*start_routine)(void *),
+			 int (*c11_start_routine)(void *), void *argument)
 {
 	struct tdstat_record *record;
 	struct launch *launch;
 	int error;
 
-	TDSHIM_REQUIRE_PTHREAD(pthread_create);
-	if (caa_unlikely(tdshim_standing_down))
-		return tdshim_real_pthread_create(thread, attr, start_routine, argument);
 	record = claim_runnable_record(0);
 	if (record) {
 		launch = &launches[record - tdstat_region.records];
@@ -351,6 +353,7 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 		}
 	}
 	launch->start_routine = start_routine;
+	launch->c11_start_routine = c11_start_routine;
 	launch->argument = argument;
 
 	error = tdshim_real_pthread_create(thread, attr, thread_entry, launch);
@@ -364,6 +367,45 @@ TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 		free(launch);
 	}
 	return error;
+}
+
+TDSHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+				 void *(*start_routine)(void *), void *argument)
+{
+	TDSHIM_REQUIRE_PTHREAD(pthread_create);
+	if (caa_unlikely(tdshim_standing_down))
+		return tdshim_real_pthread_create(thread, attr, start_routine, argument);
+	return create_thread(thread, attr, start_routine, NULL, argument);
+}
+
+/*
+ * C11's: glibc's thrd_create calls its own pthread_create, past the
+ * wrapper above, and the thread was adopted at its first wait.  Adoption
+ * registers the exit hook, which takes the loader's lock: a C11 thread
+ * that a library's constructor starts and joins during dlopen hung (see
+ * register_exit_hook).  Created here instead, through the trampoline; a
+ * C11 thread differs from another only in the return type of its start
+ * routine (glibc's start_thread).  Errors as glibc maps them.
+ */
+TDSHIM_EXPORT int thrd_create(thrd_t *thread, thrd_start_t start_routine, void *argument)
+{
+	tdshim_ensure_init();
+	if (caa_unlikely(!tdshim_real_thrd_create))
+		return thrd_error;
+	if (caa_unlikely(tdshim_standing_down || !tdshim_real_pthread_create))
+		return tdshim_real_thrd_create(thread, start_routine, argument);
+	switch (create_thread(thread, NULL, NULL, start_routine, argument)) {
+	case 0:
+		return thrd_success;
+	case ENOMEM:
+		return thrd_nomem;
+	case ETIMEDOUT:
+		return thrd_timedout;
+	case EBUSY:
+		return thrd_busy;
+	default:
+		return thrd_error;
+	}
 }
 
 static bool is_signal_frame(struct _Unwind_Context *context)

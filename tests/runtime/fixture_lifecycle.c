@@ -14,7 +14,7 @@
  * own: still tracked there, state_in_destructor and live_in_destructor),
  * BODY_in_constructor[_after_cancel] (a thread that a library's
  * constructor starts and joins during dlopen, which holds the loader's
- * lock, ends as BODY says: exit, return, async, exit_no_unwind, see
+ * lock, ends as BODY says: exit, return, async, exit_no_unwind, c11, see
  * fixture_lifecycle_module.c; _after_cancel: the program has cancelled a
  * thread before the dlopen: module_joined, live_after).
  * async_in_handler (threads that allocate turn asynchronous cancellation

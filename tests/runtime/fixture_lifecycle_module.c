@@ -6,7 +6,8 @@
  * machine at load time).  The thread ends as LIFECYCLE_MODULE_THREAD
  * says: exit (pthread_exit, the default), return, async (turns
  * asynchronous cancellation on and off, then returns), exit_no_unwind
- * (pthread_exit from a frame without unwind tables).  Bare glibc takes no
+ * (pthread_exit from a frame without unwind tables), c11 (a C11 thread,
+ * thrd_create and thrd_join, that waits, then returns).  Bare glibc takes no
  * loader lock on any of these paths once its unwinder is loaded; neither
  * may the shim.
  */
@@ -14,6 +15,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
+#include <unistd.h>
 
 int lifecycle_module_joined;
 
@@ -57,12 +60,33 @@ static void *(*thread_body(void))(void *)
 	return NULL;
 }
 
+static int waits_c11(void *arg)
+{
+	(void)arg;
+	usleep(1000);
+	return 43;
+}
+
+static int start_and_join_c11(void)
+{
+	thrd_t thread;
+	int result = 0;
+
+	return thrd_create(&thread, waits_c11, NULL) == thrd_success && thrd_join(thread, &result) == thrd_success &&
+	       result == 43;
+}
+
 __attribute__((constructor)) static void start_and_join(void)
 {
+	const char *how = getenv("LIFECYCLE_MODULE_THREAD");
 	void *(*body)(void *) = thread_body();
 	pthread_t thread;
 	void *result = NULL;
 
+	if (how && !strcmp(how, "c11")) {
+		lifecycle_module_joined = start_and_join_c11();
+		return;
+	}
 	if (!body || pthread_create(&thread, NULL, body, NULL) != 0)
 		return;
 	lifecycle_module_joined = pthread_join(thread, &result) == 0 && result == (void *)43;

@@ -10,9 +10,14 @@
  *   mutex_counter the shim handles default mutexes itself: four threads
  *                 increment a counter under one mutex (lock, trylock,
  *                 timedlock) and hand a token around with a condvar.
- *   adopt         a thread made by thrd_create (not through the
- *                 interposed pthread_create) waits in sem_wait: it gets
- *                 a record then, BLOCKED, and loses it when it ends.
+ *   adopt         a thread made by libc's own pthread_create (not
+ *                 through the interposed one) has no record until it
+ *                 waits in sem_wait: it gets one then, BLOCKED, and loses
+ *                 it when it ends.
+ *   c11           a thread made by C11's thrd_create (glibc's calls its
+ *                 own pthread_create: the shim interposes it too) has its
+ *                 record from its creation, before any wait, loses it
+ *                 when it ends, and its int result reaches thrd_join.
  *   main_exit     main calls pthread_exit while another thread lives:
  *                 main's record is freed, the process goes on.
  *   errno_kept    errno set to a sentinel before each call: every call
@@ -31,6 +36,7 @@
 #define _GNU_SOURCE
 #include "fixture.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -189,32 +195,80 @@ static int mutex_counter(void)
 
 static sem_t adopt_gate;
 static pid_t adopted_tid;
+static int may_wait;
 
-static int adopted_body(void *arg)
+/* Runs without waiting until main has looked at the records. */
+static void start_unwaiting(void)
+{
+	__atomic_store_n(&adopted_tid, fx_gettid(), __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&may_wait, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+static void *adopted_body(void *arg)
 {
 	(void)arg;
-	__atomic_store_n(&adopted_tid, fx_gettid(), __ATOMIC_SEQ_CST);
+	start_unwaiting();
 	sem_wait(&adopt_gate);
-	return 5;
+	return (void *)5;
+}
+
+static pid_t wait_for_adopted_tid(void)
+{
+	pid_t tid;
+
+	while (!(tid = __atomic_load_n(&adopted_tid, __ATOMIC_SEQ_CST)))
+		sched_yield();
+	return tid;
 }
 
 static int adopt(void)
 {
+	/* libc's own, past the shim's: from libc's handle. */
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+		libc ? dlsym(libc, "pthread_create") : NULL;
+	pthread_t thread;
+	void *result = NULL;
+
+	if (!create)
+		fx_die("no pthread_create in libc.so.6");
+	sem_init(&adopt_gate, 0, 0);
+	if (create(&thread, NULL, adopted_body, NULL) != 0)
+		fx_die("libc's pthread_create");
+	pid_t tid = wait_for_adopted_tid();
+	printf("live_before_waiting=%d\n", fx_live_records());
+	__atomic_store_n(&may_wait, 1, __ATOMIC_SEQ_CST);
+	printf("observed=%s\n", fx_wait_state(tid, TDSTAT_STATE_BLOCKED) ? "BLOCKED" : "never-BLOCKED");
+	printf("live_while_waiting=%d\n", fx_live_records());
+	sem_post(&adopt_gate);
+	pthread_join(thread, &result);
+	printf("result=%d\n", (int)(intptr_t)result);
+	printf("record_gone=%d\n", fx_find_record(tid) < 0);
+	printf("live_end=%d\n", fx_live_records());
+	return 0;
+}
+
+static int c11_body(void *arg)
+{
+	(void)arg;
+	start_unwaiting();
+	return -7;
+}
+
+static int c11(void)
+{
 	thrd_t thread;
 	int result = 0;
 
-	sem_init(&adopt_gate, 0, 0);
-	if (thrd_create(&thread, adopted_body, NULL) != thrd_success)
+	if (thrd_create(&thread, c11_body, NULL) != thrd_success)
 		fx_die("thrd_create");
-	while (!__atomic_load_n(&adopted_tid, __ATOMIC_SEQ_CST))
-		sched_yield();
-	printf("observed=%s\n",
-	       fx_wait_state(adopted_tid, TDSTAT_STATE_BLOCKED) ? "BLOCKED" : "never-BLOCKED");
-	printf("live_while_waiting=%d\n", fx_live_records());
-	sem_post(&adopt_gate);
+	pid_t tid = wait_for_adopted_tid();
+	printf("live_before_waiting=%d\n", fx_live_records());
+	__atomic_store_n(&may_wait, 1, __ATOMIC_SEQ_CST);
 	thrd_join(thread, &result);
 	printf("result=%d\n", result);
-	printf("record_gone=%d\n", fx_find_record(adopted_tid) < 0);
+	printf("record_gone=%d\n", fx_find_record(tid) < 0);
 	printf("live_end=%d\n", fx_live_records());
 	return 0;
 }
@@ -443,6 +497,8 @@ int main(int argc, char **argv)
 		return mutex_counter();
 	if (argc == 2 && !strcmp(argv[1], "adopt"))
 		return adopt();
+	if (argc == 2 && !strcmp(argv[1], "c11"))
+		return c11();
 	if (argc == 2 && !strcmp(argv[1], "main_exit"))
 		return main_exit();
 	if (argc == 2 && !strcmp(argv[1], "concurrency"))
@@ -450,5 +506,5 @@ int main(int argc, char **argv)
 	nested = argc == 2 && !strcmp(argv[1], "signal_nested");
 	if (argc == 2 && (nested || !strcmp(argv[1], "signal_post")))
 		return signal_post();
-	fx_die("usage: rt_misc concurrency|signal_post|signal_nested|mutex_counter|adopt|main_exit|threads|errno_kept");
+	fx_die("usage: rt_misc concurrency|signal_post|signal_nested|mutex_counter|adopt|c11|main_exit|threads|errno_kept");
 }

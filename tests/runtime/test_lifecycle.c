@@ -123,6 +123,10 @@ Test(lifecycle, pthread_exit_in_thread_joined_by_constructor_after_cancel)
 {
 	expect_constructor_joins("exit_in_constructor_after_cancel");
 }
+/* A C11 thread, which glibc's thrd_create started past the shim's
+ * pthread_create: adopted at its first wait, it registered the exit hook
+ * there. */
+Test(lifecycle, waiting_c11_thread_joined_by_constructor) { expect_constructor_joins("c11_in_constructor"); }
 
 /* pthread_setcanceltype(ASYNCHRONOUS) in a signal handler that interrupted
  * malloc: the shim's registration (glibc's calloc) waited for the lock its

@@ -107,9 +107,24 @@ Test(lifecycle, thread_not_seen_created_is_adopted_when_it_waits)
 	const char *args[] = { "adopt", NULL };
 	struct rt_output out = rt_run("rt_misc", args, NULL);
 
+	rt_expect_int(&out, "live_before_waiting", 1);
 	rt_expect_string(&out, "observed", "BLOCKED");
 	rt_expect_int(&out, "live_while_waiting", 2);
 	rt_expect_int(&out, "result", 5);
+	rt_expect_int(&out, "record_gone", 1);
+	rt_expect_int(&out, "live_end", 1);
+	rt_free(&out);
+}
+
+/* glibc's thrd_create calls its own pthread_create: such a thread was
+ * adopted at its first wait, and its adoption took the loader's lock. */
+Test(lifecycle, c11_thread_tracked_from_creation)
+{
+	const char *args[] = { "c11", NULL };
+	struct rt_output out = rt_run("rt_misc", args, NULL);
+
+	rt_expect_int(&out, "live_before_waiting", 2);
+	rt_expect_int(&out, "result", -7);
 	rt_expect_int(&out, "record_gone", 1);
 	rt_expect_int(&out, "live_end", 1);
 	rt_free(&out);
