@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "tests", "accuracy"))
 import accuracy  # noqa: E402
 
-SECTIONS = ("overhead", "instructions", "scaling", "reader", "accuracy", "programs", "alternatives")
+SECTIONS = ("overhead", "instructions", "cycles", "scaling", "reader", "accuracy", "programs", "alternatives")
 LTTNG_WRAPPER = "liblttng-ust-pthread-wrapper.so.1"
 
 
@@ -280,6 +280,60 @@ class Bench:
                      f"tdstat {per_call['tdstat']:.1f}",
                      f"{per_call['tdstat'] - per_call['bare']:+.1f} instr"
                      f" (naive {per_call['naive'] - per_call['bare']:+.1f})")
+
+    # -- 1c. where the cycles go, in situ ---------------------------------------
+
+    CYCLES = (
+        # microbench, label, iterations
+        ("condvar", "condvar ping-pong, both on CPU 0", 50_000),
+        ("sempingpong", "semaphore ping-pong, both on CPU 0", 100_000),
+    )
+
+    def profiled_run(self, name, iterations):
+        """One run of `name` under libtdshim_profiled.so: {section: (calls,
+        mean cycles)} and the counter's rate (runtime/profile.h)."""
+        with tempfile.NamedTemporaryFile(prefix="tdstat-profile-", mode="r") as out:
+            env = self.variant_env("tdstat", {"LD_PRELOAD": self.profiled, "TDSHIM_PROFILE_OUT": out.name})
+            subprocess.run(["taskset", "-c", "0", self.microbench, name, str(iterations)], env=env,
+                           capture_output=True, text=True, check=True)
+            sections, mhz = {}, 0.0
+            for line in out.read().splitlines():
+                fields = line.split()
+                if fields[0] == "counter_mhz":
+                    mhz = float(fields[1])
+                elif len(fields) == 3:
+                    sections[fields[0]] = (int(fields[1]), float(fields[2]))
+        return sections, mhz
+
+    def section_cycles(self):
+        """The shim's own time stamp counter cycles on the blocking paths of
+        the ping-pongs, read where each section runs (runtime/profile.h):
+        what the wall-time ratios of section 1 are made of, without the
+        run-to-run noise that hides a 0.5% change in them."""
+        self.profiled = os.path.join(os.path.dirname(self.shim), "libtdshim_profiled.so")
+        if not os.path.exists(self.profiled):
+            self.notes.append("libtdshim_profiled.so is missing: no in-situ cycle counts.")
+            return
+        log("1c. the shim's own cycles a round trip, in situ (libtdshim_profiled.so)")
+        for name, label, iterations in self.CYCLES:
+            runs = [self.profiled_run(name, self.iterations(iterations)) for _ in range(1 if self.args.smoke else 5)]
+            mhz = median(r[1] for r in runs) or 1.0
+
+            def mean(section):
+                return median(r[0].get(section, (0, 0.0))[1] for r in runs)
+
+            def per_trip(section):
+                return median(r[0].get(section, (0, 0.0))[0] for r in runs) / self.iterations(iterations)
+
+            waits, stamps = per_trip("wait_begin"), per_trip("stamp")
+            total = waits * (mean("wait_begin") + mean("wait_end")) + stamps * mean("stamp")
+            self.row("1 cycles", f"{label}: the shim's blocking-path sections a round trip",
+                     f"counter {mhz:.0f} MHz",
+                     f"{total:.0f} cycles = {total / mhz * 1000:.0f} ns",
+                     f"{waits:.2f} waits x (into BLOCKED {mean('wait_begin'):.0f} + back {mean('wait_end'):.0f}), "
+                     f"{stamps:.2f} wake stamps x {mean('stamp'):.0f}; a record change {mean('change'):.0f} "
+                     f"(its announcement {mean('announce'):.0f}), a woken look-up {mean('woken'):.0f}; "
+                     f"a measurement {mean('empty'):.0f} cycles, counted in every section that holds another")
 
     # -- 2. scaling ------------------------------------------------------------
 

@@ -22,6 +22,7 @@
 #include "shim.h"
 #include "counter_clock.h"
 #include "sync_track.h"
+#include "profile.h"
 
 /* In .bss: the 4 MiB of records and 8 MiB of details cost nothing until
  * threads touch them (a thread touches its record's two lines and its
@@ -143,6 +144,7 @@ static inline uint32_t *change_mark(const struct tdstat_record *record)
 
 TDSHIM_BLOCKING_PATH void tdshim_record_change(struct tdstat_record *record, const struct tdshim_change *change)
 {
+	TDSHIM_PROFILE_START(change);
 	const struct tdstat_control *control = &tdstat_region.header.control;
 	struct tdstat_detail *detail = tdshim_detail_of(record);
 	uint32_t seq = CMM_LOAD_SHARED(record->seq);
@@ -159,7 +161,9 @@ TDSHIM_BLOCKING_PATH void tdshim_record_change(struct tdstat_record *record, con
 	 * kept it has not missed an announcement. */
 	CMM_STORE_SHARED(*mark, 2 * seq + 1);
 	cmm_smp_wmb();
+	TDSHIM_PROFILE_START(announce);
 	uint64_t now = clocked ? tdshim_announce(record, old->since_ns) : 0;
+	TDSHIM_PROFILE_END(announce, TDSHIM_PROFILE_ANNOUNCE);
 
 	*next = *old;
 	*next_detail = detail->copy[seq & 1];
@@ -191,6 +195,7 @@ TDSHIM_BLOCKING_PATH void tdshim_record_change(struct tdstat_record *record, con
 	CMM_STORE_SHARED(record->seq, seq + 1);
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(*mark, 2 * seq + 2);
+	TDSHIM_PROFILE_END(change, TDSHIM_PROFILE_CHANGE);
 }
 
 /* Identity changes (who owns the record) go through the latch too, so a

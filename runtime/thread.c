@@ -17,6 +17,7 @@
 #include <unwind.h>
 
 #include "shim.h"
+#include "profile.h"
 #include "counter_clock.h"
 
 /* What the trampoline needs: the user's start routine.  One per record
@@ -726,6 +727,7 @@ static void credit_sample_end(const struct tdshim_wait_scope *scope)
 
 TDSHIM_BLOCKING_PATH void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 {
+	TDSHIM_PROFILE_START(begin);
 	struct tdshim_thread *self = &tdshim_self;
 
 	if (caa_unlikely(self->wait_depth != 0)) {
@@ -758,6 +760,7 @@ TDSHIM_BLOCKING_PATH void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 	if (caa_unlikely(self->sample_next_wait))
 		credit_sample_begin(self, scope);
 	change_own_record(self, &change);
+	TDSHIM_PROFILE_END(begin, TDSHIM_PROFILE_WAIT_BEGIN);
 }
 
 /*
@@ -844,20 +847,24 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 /* Ends the outermost scope: RUNNABLE again, from when the wait was woken. */
 TDSHIM_BLOCKING_PATH void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_scope *scope)
 {
+	TDSHIM_PROFILE_START(end);
 	if (self->record) {
 		const struct tdstat_record *record = self->record;
 		uint64_t since = CMM_LOAD_SHARED(record->copy[CMM_LOAD_SHARED(record->seq) & 1].since_ns);
 		if (scope && caa_unlikely(scope->sample_cpu_ns))
 			credit_sample_end(scope);
+		TDSHIM_PROFILE_START(woken);
 		struct tdshim_change change = {
 			.state = TDSTAT_STATE_RUNNABLE,
 			.woken_ns = scope && tdshim_gathering() ? wait_woken(scope, since) : 0,
 		};
+		TDSHIM_PROFILE_END(woken, TDSHIM_PROFILE_WOKEN);
 		change_own_record(self, &change);
 	}
 	self->outer_scope = NULL;
 	cmm_barrier();
 	self->wait_depth = 0;
+	TDSHIM_PROFILE_END(end, TDSHIM_PROFILE_WAIT_END);
 }
 
 TDSHIM_BLOCKING_PATH void tdshim_wait_end(struct tdshim_wait_scope *scope)

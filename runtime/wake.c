@@ -29,6 +29,7 @@
  * inside its wait (it checks).
  */
 #include "shim.h"
+#include "profile.h"
 #include "counter_clock.h"
 
 #define WAKE_SLOTS 4096u
@@ -141,12 +142,14 @@ static uint64_t stamp_word(uint64_t hash, uint64_t now)
 
 TDSHIM_BLOCKING_PATH void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept)
 {
+	TDSHIM_PROFILE_START(stamp);
 	uint64_t hash = mix(object);
 
 	kept->slot = &wake_slots[hash % WAKE_SLOTS];
 	kept->before = CMM_LOAD_SHARED(*kept->slot);
 	kept->written = stamp_word(hash, tdshim_stamp_ns());
 	CMM_STORE_SHARED(*kept->slot, kept->written);
+	TDSHIM_PROFILE_END(stamp, TDSHIM_PROFILE_STAMP);
 }
 
 static unsigned int ring_index(uint64_t hash)
@@ -156,6 +159,7 @@ static unsigned int ring_index(uint64_t hash)
 
 TDSHIM_BLOCKING_PATH void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept)
 {
+	TDSHIM_PROFILE_START(stamp);
 	uint64_t hash = mix(object);
 	unsigned int ring = ring_index(hash);
 	/* The cursor holds 1 + the entry written last (0 before any):
@@ -167,6 +171,7 @@ TDSHIM_BLOCKING_PATH void tdshim_wake_stamp_one_keep(const void *object, struct 
 	kept->before = CMM_LOAD_SHARED(*kept->slot);
 	kept->written = stamp_word(hash, tdshim_stamp_ns());
 	CMM_STORE_SHARED(*kept->slot, kept->written);
+	TDSHIM_PROFILE_END(stamp, TDSHIM_PROFILE_STAMP);
 }
 
 /* The slot keeps the time's low TIME_BITS (16 ns units, 104 days since
