@@ -821,11 +821,19 @@ static bool sem_would_wait(sem_t *semaphore, int *result, bool cancellation_poin
  */
 #define SEMAPHORE_WAITER (UINT64_C(1) << 32)
 
-static void semaphore_unregister(uint64_t **word)
+/* The waiter's registration, undone by whatever unwinding ends its wait
+ * (a cancellation, a signal handler's pthread_exit): `registered` points
+ * at the word while, and only while, the waiter is surely registered. */
+static void semaphore_unregister(void *registered)
 {
-	if (*word)
-		uatomic_add(*word, -SEMAPHORE_WAITER);
+	uint64_t *word = *(uint64_t *volatile *)registered;
+
+	if (word)
+		uatomic_add(word, -SEMAPHORE_WAITER);
 }
+
+void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer, void (*routine)(void *), void *argument);
+void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int execute);
 
 /*
  * The futex call with asynchronous cancellation on around it, in a frame
@@ -880,14 +888,33 @@ static int semaphore_sleep(struct glibc_semaphore *semaphore, clockid_t clock, c
 	return error;
 }
 
+/*
+ * The registration is undone at an unwinding by a cleanup buffer of
+ * glibc's first kind (as thread_entry's, runtime/thread.c), not by a
+ * cleanup attribute: glibc's unwinding runs such a buffer in its stop
+ * function as it leaves this frame, whatever the frames' personality
+ * routines do.  A program that links another unwinder (the nongnu
+ * libunwind, which exports _Unwind_* too) has the shim's personality
+ * routine read libgcc's context with that unwinder's functions: no
+ * cleanup of the shim's ran, and a cancelled waiter stayed registered for
+ * good, every later post a system call
+ * (regression.shim.break13_foreign_unwinder).  `registered` is set only
+ * once the add is done and cleared before the add or the take that ends
+ * the registration: an unwinding in between leaves a waiter registered
+ * (a post's extra wake-up), never takes one away that is not there.
+ */
 TDSHIM_BLOCKING_PATH static int semaphore_wait_sleeping(sem_t *sem, clockid_t clock, const struct timespec *abstime,
 							uint32_t kind, const void *site)
 {
 	struct glibc_semaphore *semaphore = (struct glibc_semaphore *)sem;
-	uint64_t *registered __attribute__((cleanup(semaphore_unregister))) = &semaphore->data;
-	uint64_t seen = uatomic_add_return(&semaphore->data, SEMAPHORE_WAITER);
-	int error;
+	uint64_t *volatile registered = NULL;
+	struct _pthread_cleanup_buffer unwinding;
+	int error = 0;
 
+	_pthread_cleanup_push(&unwinding, semaphore_unregister, (void *)&registered);
+	uint64_t seen = uatomic_add_return(&semaphore->data, SEMAPHORE_WAITER);
+
+	registered = &semaphore->data;
 	for (;;) {
 		if ((uint32_t)seen == 0) {
 			error = semaphore_sleep(semaphore, clock, abstime, kind, site);
@@ -896,15 +923,25 @@ TDSHIM_BLOCKING_PATH static int semaphore_wait_sleeping(sem_t *sem, clockid_t cl
 			seen = uatomic_read(&semaphore->data);
 			continue;
 		}
+		registered = NULL;
 		uint64_t before = uatomic_cmpxchg(&semaphore->data, seen, seen - 1 - SEMAPHORE_WAITER);
 		if (before == seen) {
-			registered = NULL;
-			return 0;
+			error = 0; /* a sleep's EAGAIN or wake-up is not the result */
+			break;
 		}
+		registered = &semaphore->data;
 		seen = before;
 	}
-	*tdshim_errno() = error;
-	return -1;
+	if (registered) {
+		registered = NULL;
+		uatomic_add(&semaphore->data, -SEMAPHORE_WAITER);
+	}
+	_pthread_cleanup_pop(&unwinding, 0);
+	if (error) {
+		*tdshim_errno() = error;
+		return -1;
+	}
+	return 0;
 }
 
 /* The shim sleeps and wakes itself when the layout and glibc's futex

@@ -17,6 +17,9 @@ packages=(gcc make cmake pkg-config liburcu-dev libcriterion-dev mandoc
           gdb
           # tests/reliability: real threaded programs, the fuzzer, helgrind
           pigz stress-ng sysbench tar findutils bash
+          # tests/runtime break13_foreign_unwinder: a program linked with
+          # the nongnu libunwind, cancelled in the shim's waits
+          libunwind8
           clang libclang-rt-14-dev llvm valgrind
           # tests/accuracy: the same shapes in C++20, Rust and Java
           g++ rustc default-jdk-headless

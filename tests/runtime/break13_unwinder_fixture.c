@@ -12,9 +12,10 @@
  * personality.c's _Unwind_GetIPInfo, and inside libgcc_s the personality
  * routine's own _Unwind_GetLanguageSpecificData and the rest (called
  * through its PLT), are libunwind's, reading libgcc's context as their
- * own.  No cleanup of the shim's runs: the cancelled waiter stays
- * BLOCKED in its record for good, and the semaphore keeps a waiter.
- * Both before and after personality.c.  Exits 1 when so.
+ * own.  No cleanup of the shim's runs: the cancelled waiter stayed
+ * BLOCKED in its record for good, and the semaphore kept a waiter, until
+ * both moved to cleanup buffers of glibc's first kind, which glibc's
+ * unwinding runs in its stop function.  Exits 1 when either is back.
  */
 #define _GNU_SOURCE
 #include "fixture.h"
