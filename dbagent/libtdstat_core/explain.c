@@ -29,7 +29,8 @@ TDCORE_EXPORT const char *tdcore_explain(enum tdcore_status status, const char *
 		break;
 	case TDCORE_DAMAGED:
 		snprintf(buf, len,
-			 "%s is truncated or damaged (its headers or notes lie outside the file, or it has no thread); "
+			 "%s is truncated or damaged (its headers or notes lie outside the file or hold impossible values, "
+			 "or it has no thread); "
 			 "take the dump again, with enough disk space (and ulimit -c unlimited for kernel cores)",
 			 path);
 		break;

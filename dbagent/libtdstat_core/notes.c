@@ -25,11 +25,18 @@
 
 #include "core_private.h"
 
-static uint64_t timeval_ns(struct timeval time)
+/* Adds time to *ns; false when it is no time the kernel writes (negative,
+ * microseconds out of range) or the sum does not fit: the kernel's
+ * figures are 64-bit nanoseconds, so a note past that was not its. */
+static bool timeval_add_ns(struct timeval time, uint64_t *ns)
 {
+	uint64_t value;
+
 	if (time.tv_sec < 0 || time.tv_usec < 0 || time.tv_usec >= 1000000)
-		return 0;
-	return (uint64_t)time.tv_sec * 1000000000u + (uint64_t)time.tv_usec * 1000u;
+		return false;
+	return !__builtin_mul_overflow((uint64_t)time.tv_sec, UINT64_C(1000000000), &value) &&
+	       !__builtin_add_overflow(value, (uint64_t)time.tv_usec * 1000u, &value) &&
+	       !__builtin_add_overflow(*ns, value, ns);
 }
 
 struct notes {
@@ -44,9 +51,12 @@ struct notes {
 
 static enum tdcore_status thread_add(struct notes *notes, const prstatus_t *status)
 {
-	uint64_t cpu = timeval_ns(status->pr_utime) + timeval_ns(status->pr_stime);
+	uint64_t cpu = 0;
 	bool from_kernel = status->pr_ppid != 0 || status->pr_pgrp != 0 || status->pr_sid != 0;
 
+	/* A CPU time that wrapped would be printed as measured: refused. */
+	if (from_kernel && !(timeval_add_ns(status->pr_utime, &cpu) && timeval_add_ns(status->pr_stime, &cpu)))
+		return TDCORE_DAMAGED;
 	if (notes->count == notes->capacity) {
 		size_t capacity = notes->capacity ? 2 * notes->capacity : 16;
 		struct tdcore_thread *threads;
@@ -144,8 +154,9 @@ static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr
 	return TDCORE_OK;
 }
 
-/* The process's CPU time by the rule at the top of this file. */
-static void process_cpu(struct tdcore_process *process, struct tdcore_thread *threads, size_t count)
+/* The process's CPU time by the rule at the top of this file; DAMAGED
+ * when the threads' times add up past 64 bits (no kernel's). */
+static enum tdcore_status process_cpu(struct tdcore_process *process, struct tdcore_thread *threads, size_t count)
 {
 	uint64_t sum = 0;
 	bool any = false;
@@ -157,13 +168,15 @@ static void process_cpu(struct tdcore_process *process, struct tdcore_thread *th
 			/* The leader's own share is not in the core. */
 			threads[i].cpu_known = 0;
 			threads[i].cpu_ns = 0;
-			return;
+			return TDCORE_OK;
 		}
-		sum += threads[i].cpu_ns;
+		if (__builtin_add_overflow(sum, threads[i].cpu_ns, &sum))
+			return TDCORE_DAMAGED;
 		any = any || threads[i].cpu_known;
 	}
 	process->cpu_known = any;
 	process->cpu_ns = sum;
+	return TDCORE_OK;
 }
 
 enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
@@ -190,15 +203,17 @@ enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
 		status = TDCORE_DAMAGED;
 	if (status == TDCORE_OK && notes.file_replaced)
 		status = TDCORE_FILES_MISSING;
+	if (status == TDCORE_OK) {
+		ph->process.pid = notes.have_psinfo ? notes.psinfo_pid : notes.threads[0].tid;
+		status = process_cpu(&ph->process, notes.threads, notes.count);
+	}
 	if (status != TDCORE_OK) {
 		free(notes.threads);
 		return status;
 	}
 	ph->threads = notes.threads;
-	ph->process.pid = notes.have_psinfo ? notes.psinfo_pid : notes.threads[0].tid;
 	memcpy(ph->process.command, notes.command, sizeof(notes.command));
 	ph->process.signal = notes.first_signal;
 	ph->process.threads = notes.count;
-	process_cpu(&ph->process, ph->threads, notes.count);
 	return TDCORE_OK;
 }

@@ -22,6 +22,10 @@ Scenarios (CTest label `debugger`):
                 reports
   hostile       truncated and corrupted cores: one error line, exit 1, never
                 a crash or a hang
+  crafted       cores of the parked program (with the shim) whose notes,
+                headers or region lie in ways the checks of `hostile` pass:
+                each gives one error line and exit 1, never a wrong figure
+                printed as measured, a crash or a hang
 
 Every gdb and tdstat run has a timeout; every program started is killed.
 """
@@ -429,6 +433,69 @@ def scenario_hostile(args, work):
           "a gcore cut in half", result.stdout)
 
 
+def core_notes(data):
+    """(offset of the descriptor, its size, type, name) of every note."""
+    _, _, _, _, spans = load_segments(data)
+    out = []
+    for start, size, _ in spans:
+        at = start
+        while at + 12 <= start + size:
+            namesz, descsz, kind = struct.unpack_from("<III", data, at)
+            name = data[at + 12:at + 12 + namesz]
+            desc = at + 12 + ((namesz + 3) & ~3)
+            out.append((desc, descsz, kind, name))
+            at = desc + ((descsz + 3) & ~3)
+    return out
+
+
+NT_PRSTATUS = 1
+PRSTATUS_PPID, PRSTATUS_UTIME = 36, 48  # x86-64 and aarch64 prstatus_t
+
+
+def crafted_cpu(data, seconds, microseconds):
+    """Every NT_PRSTATUS made a kernel's (parent, group, session set)
+    with this user time."""
+    copy = bytearray(data)
+    for desc, _, kind, name in core_notes(data):
+        if kind == NT_PRSTATUS and name == b"CORE\0":
+            struct.pack_into("<iii", copy, desc + PRSTATUS_PPID, 1, 1, 1)
+            struct.pack_into("<qq", copy, desc + PRSTATUS_UTIME, seconds, microseconds)
+    return bytes(copy)
+
+
+def check_crafted(args, work, name, data, expected):
+    path = os.path.join(work, "crafted")
+    with open(path, "wb") as f:
+        f.write(data)
+    result = check_hostile(args, path, name)
+    check(result.returncode == 1 and expected in result.stdout,
+          "%s: expected exit 1 and '%s'" % (name, expected), result.stdout)
+
+
+def scenario_crafted(args, work):
+    with Parked(args) as parked:
+        prefix = os.path.join(work, "parked")
+        result = run(["timeout", str(TIMEOUT), "gcore", "-o", prefix, str(parked.pid)])
+        check(result.returncode == 0, "gcore failed", result.stdout)
+    core = "%s.%d" % (prefix, parked.pid)
+    with open(core, "rb") as f:
+        data = f.read()
+    os.unlink(core)
+    # A CPU time past 64-bit nanoseconds (no kernel writes one) wrapped
+    # to a small figure printed as measured, and a microsecond field out
+    # of range was read as no time at all.
+    sane = crafted_cpu(data, 2, 500000)
+    path = os.path.join(work, "crafted")
+    with open(path, "wb") as f:
+        f.write(sane)
+    result = tdstat_core(args, path)
+    check(result.returncode == 0 and "CPU time 2.500 s" in result.stdout,
+          "a kernel-like note's CPU time is read", result.stdout)
+    for name, seconds, microseconds in [("cpu-wraps", 1 << 62, 0), ("cpu-usec-out-of-range", 1, 1000000),
+                                        ("cpu-negative", -1, 0)]:
+        check_crafted(args, work, name, crafted_cpu(data, seconds, microseconds), "truncated or damaged")
+
+
 SCENARIOS = {
     "gcore": scenario_gcore,
     "kernel-core": scenario_kernel_core,
@@ -436,6 +503,7 @@ SCENARIOS = {
     "started": scenario_started,
     "control": scenario_control,
     "hostile": scenario_hostile,
+    "crafted": scenario_crafted,
 }
 
 
