@@ -50,7 +50,7 @@ enum tdcore_status {
 	TDCORE_NOT_IN_CORE,    /* an address neither the core nor its files hold */
 	TDCORE_READ_ONLY,      /* a write was asked of a core */
 	TDCORE_FILES_MISSING,  /* files the core names were not found: their symbols are unknown */
-	TDCORE_LOOKUP_LIMIT,   /* the symbol search gave up: too many objects or symbols */
+	TDCORE_LOOKUP_LIMIT,   /* too many segments, objects or symbols: more than is read */
 };
 
 /* Opens a handle on core file `core_path`; `executable_path`, when not

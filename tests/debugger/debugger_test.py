@@ -463,13 +463,43 @@ def crafted_cpu(data, seconds, microseconds):
     return bytes(copy)
 
 
-def check_crafted(args, work, name, data, expected):
+def crafted_loads(data, count, elf_every=0):
+    """The core with count more PT_LOADs of one page each, at addresses
+    nothing else uses, in a program header table moved to the end; every
+    elf_every-th of them holds the program's ELF header (the core's first
+    PT_LOAD: libdwfl reports a module there), the others a page of zeros."""
+    phoff, phentsize, phnum, loads, _ = load_segments(data)
+    header = min(loads, key=lambda load: load[1])[0]
+    check(data[header:header + 4] == b"\x7fELF", "the core's first segment is no ELF header")
+    zeros = len(data)
+    copy = bytearray(data) + bytes(4096)
+    table = bytearray(data[phoff:phoff + phnum * phentsize])
+    for i in range(count):
+        offset = header if elf_every and i % elf_every == 0 else zeros
+        table += struct.pack("<IIQQQQQQ", 1, 4, offset, 0x100000000000 + i * 0x2000, 0, 4096, 4096, 1)
+    total = phnum + count
+    struct.pack_into("<Q", copy, 0x20, len(copy))
+    if total >= 0xffff:
+        # Extended numbering: the count in section 0's sh_info.
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        check(shoff != 0, "the gcore has no section header for extended numbering")
+        struct.pack_into("<H", copy, 0x38, 0xffff)
+        struct.pack_into("<I", copy, shoff + 44, total)
+    else:
+        struct.pack_into("<H", copy, 0x38, total)
+    return bytes(copy + table)
+
+
+def check_crafted(args, work, name, data, expected, seconds=TIMEOUT):
     path = os.path.join(work, "crafted")
     with open(path, "wb") as f:
         f.write(data)
+    start = time.monotonic()
     result = check_hostile(args, path, name)
+    took = time.monotonic() - start
     check(result.returncode == 1 and expected in result.stdout,
           "%s: expected exit 1 and '%s'" % (name, expected), result.stdout)
+    check(took < seconds, "%s: refused after %.1f s, not at once" % (name, took), result.stdout)
 
 
 def scenario_crafted(args, work):
@@ -494,6 +524,19 @@ def scenario_crafted(args, work):
     for name, seconds, microseconds in [("cpu-wraps", 1 << 62, 0), ("cpu-usec-out-of-range", 1, 1000000),
                                         ("cpu-negative", -1, 0)]:
         check_crafted(args, work, name, crafted_cpu(data, seconds, microseconds), "truncated or damaged")
+    # libdwfl's time is quadratic in the segments and in the modules
+    # found in them: 2^20 segments kept tdstat core busy for many
+    # minutes.  Past the bounds the core is refused before libdwfl sees it.
+    many = crafted_loads(data, 300000)
+    check_crafted(args, work, "segments-300000", many, "holds more than tdstat reads", seconds=10)
+    check_crafted(args, work, "elf-headers-5000", crafted_loads(data, 5000, elf_every=1),
+                  "holds more than tdstat reads", seconds=10)
+    # Below them, a core with many segments is still read.
+    with open(path, "wb") as f:
+        f.write(crafted_loads(data, 20000, elf_every=10))
+    result = tdstat_core(args, path)
+    check(result.returncode == 0 and "5 threads in the core" in result.stdout,
+          "a core with 20000 more segments, 2000 of them ELF headers, is read", result.stdout)
 
 
 SCENARIOS = {
