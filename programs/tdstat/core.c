@@ -19,6 +19,7 @@
 #include "format.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -66,6 +67,41 @@ static void explain_agent(td_err_e err, struct ps_prochandle *core, const struct
 		tdstat_error("libc_db failed on %s (td_err_e %d)", path, (int)err);
 		return;
 	}
+}
+
+/*
+ * Slack for the check below: the anchor is the wall clock at the
+ * window's start, so a clock set back since then puts the records'
+ * end after the dump by as much.
+ */
+#define CLOCK_SET_BACK_NS (3600 * UINT64_C(1000000000))
+
+/*
+ * Whether the records end after the core file was written, by more
+ * than the slack: the window of a core ends at its latest stamp
+ * (ps_image.h), so one stamp a stray write made huge stretches the
+ * window to years and every average to nothing, printed as measured.
+ * A live reader's clock bounds the stamps; a core's bound is its file's
+ * time (a copy's is later still).  *after_s: by how much.
+ */
+static bool records_end_after_dump(const char *core_path, const td_ta_stats_ns_t *stats, double *after_s)
+{
+	uint64_t end, written;
+	struct stat info;
+
+	/* No anchor (ABI 2.0, or none written): nothing to compare with. */
+	if (stats->window_start_realtime_ns == 0 || stats->snapshot_ns < stats->window_start_ns ||
+	    stat(core_path, &info) != 0 || info.st_mtim.tv_sec < 0)
+		return false;
+	written = (uint64_t)info.st_mtim.tv_sec * 1000000000u + (uint64_t)info.st_mtim.tv_nsec;
+	if (__builtin_add_overflow(stats->window_start_realtime_ns, stats->snapshot_ns - stats->window_start_ns, &end)) {
+		*after_s = INFINITY;
+		return true;
+	}
+	if (end <= written || end - written <= CLOCK_SET_BACK_NS)
+		return false;
+	*after_s = (double)(end - written) / 1e9;
+	return true;
 }
 
 /* Text only: what the core is, before the usual header and row (the
@@ -196,8 +232,15 @@ int tdstat_core(const struct tdstat_core_options *options)
 	/* The process line and the threads from one walk. */
 	if (err == TD_OK)
 		err = tdstat_reading_threads(agent, &reading);
+	double after_s;
+
 	if (err != TD_OK) {
 		explain_agent(err, core, &process, options->core_path);
+	} else if (records_end_after_dump(options->core_path, &reading.stats, &after_s)) {
+		tdstat_error("the statistics region in %s is damaged: its records end %.0f s after the core file was "
+			     "written (a stray write in the program, or the wall clock set back since the window began), "
+			     "so its figures would be wrong; dump the process again", options->core_path, after_s);
+		tdstat_reading_free(&reading);
 	} else {
 		tdstat_interval_compute(&interval, process.pid, NULL, &reading.stats);
 		/* NT_PRPSINFO's name, printable ASCII already (ps_core.h). */

@@ -490,6 +490,30 @@ def crafted_loads(data, count, elf_every=0):
     return bytes(copy + table)
 
 
+REGION_MAGIC = struct.pack("<Q", 0x0152746174736474)  # include/tdstat/region.h
+REGION_RECORDS_OFFSET, REGION_WINDOW_START = 24, 192   # struct tdstat_region_header
+RECORD_PENDING = 8                                     # struct tdstat_record
+
+
+def crafted_region_stamp(data, stamp):
+    """The core with the first record's pending stamp set to
+    stamp(window start): the region found by its magic, 64-byte aligned."""
+    _, _, _, loads, _ = load_segments(data)
+    for offset, vaddr, filesz in loads:
+        at = data.find(REGION_MAGIC, offset, offset + filesz)
+        while at >= 0 and (vaddr + at - offset) % 64 != 0:
+            at = data.find(REGION_MAGIC, at + 1, offset + filesz)
+        if at >= 0:
+            break
+    check(at >= 0, "no statistics region in the core")
+    records, = struct.unpack_from("<I", data, at + REGION_RECORDS_OFFSET)
+    start, = struct.unpack_from("<Q", data, at + REGION_WINDOW_START)
+    check(at + records + RECORD_PENDING + 8 <= offset + filesz, "the first record is not in the header's segment")
+    copy = bytearray(data)
+    struct.pack_into("<Q", copy, at + records + RECORD_PENDING, stamp(start))
+    return bytes(copy)
+
+
 def check_crafted(args, work, name, data, expected, seconds=TIMEOUT):
     path = os.path.join(work, "crafted")
     with open(path, "wb") as f:
@@ -531,6 +555,13 @@ def scenario_crafted(args, work):
     check_crafted(args, work, "segments-300000", many, "holds more than tdstat reads", seconds=10)
     check_crafted(args, work, "elf-headers-5000", crafted_loads(data, 5000, elf_every=1),
                   "holds more than tdstat reads", seconds=10)
+    # One stamp of the region made huge by a stray write: the window of a
+    # core ends at its latest stamp, so it ran to 255 years and printed
+    # every average as near nothing (exit 0).  The records may not end
+    # after the core file was written.
+    for name, stamp in [("pending-huge", lambda start: 0x7000000000000000),
+                        ("pending-3h-late", lambda start: start + 3 * 3600 * 10**9)]:
+        check_crafted(args, work, name, crafted_region_stamp(data, stamp), "statistics region")
     # Below them, a core with many segments is still read.
     with open(path, "wb") as f:
         f.write(crafted_loads(data, 20000, elf_every=10))
