@@ -61,7 +61,9 @@ static void explain_agent(td_err_e err, struct ps_prochandle *core, const struct
 			explain_open(status, path, 0);
 			return;
 		}
-		tdstat_error("the statistics region in %s is damaged", path);
+		tdstat_error("the statistics region in %s is damaged (a stray write in the program, most likely): "
+			     "its figures cannot be read from this core; find the stray write (valgrind, "
+			     "-fsanitize=address) and dump the process again", path);
 		return;
 	default:
 		tdstat_error("libc_db failed on %s (td_err_e %d)", path, (int)err);
@@ -194,6 +196,18 @@ int tdstat_core(const struct tdstat_core_options *options)
 	td_err_e err;
 	int result = TDSTAT_EXIT_FAILURE;
 
+	/* A directory, a device or a FIFO: tdcore_open refuses it with
+	 * EINVAL, whose text ("Invalid argument") names no cause. */
+	if (options->core_path) {
+		struct stat info;
+
+		if (stat(options->core_path, &info) == 0 && !S_ISREG(info.st_mode)) {
+			tdstat_error("%s is %s, not a core file; give a core dump (from the kernel or gdb's gcore)",
+				     options->core_path, S_ISDIR(info.st_mode) ? "a directory" :
+				     S_ISFIFO(info.st_mode) ? "a FIFO" : "a device or a socket");
+			return TDSTAT_EXIT_FAILURE;
+		}
+	}
 	/* Said here, naming the file: tdcore_open refuses it too, but its
 	 * explanation names the core. */
 	if (options->executable_path) {

@@ -491,24 +491,30 @@ def crafted_loads(data, count, elf_every=0):
 
 
 REGION_MAGIC = struct.pack("<Q", 0x0152746174736474)  # include/tdstat/region.h
-REGION_RECORDS_OFFSET, REGION_WINDOW_START = 24, 192   # struct tdstat_region_header
+REGION_SIZE, REGION_RECORDS_OFFSET, REGION_WINDOW_START = 16, 24, 192  # struct tdstat_region_header
 RECORD_PENDING = 8                                     # struct tdstat_record
 
 
-def crafted_region_stamp(data, stamp):
-    """The core with the first record's pending stamp set to
-    stamp(window start): the region found by its magic, 64-byte aligned."""
+def region_at(data):
+    """The file offsets of the statistics region (found by its magic,
+    64-byte aligned) and of the end of the segment that holds it."""
     _, _, _, loads, _ = load_segments(data)
     for offset, vaddr, filesz in loads:
         at = data.find(REGION_MAGIC, offset, offset + filesz)
         while at >= 0 and (vaddr + at - offset) % 64 != 0:
             at = data.find(REGION_MAGIC, at + 1, offset + filesz)
         if at >= 0:
-            break
-    check(at >= 0, "no statistics region in the core")
+            return at, offset + filesz
+    raise Failure("no statistics region in the core")
+
+
+def crafted_region_stamp(data, stamp):
+    """The core with the first record's pending stamp set to
+    stamp(window start)."""
+    at, end = region_at(data)
     records, = struct.unpack_from("<I", data, at + REGION_RECORDS_OFFSET)
     start, = struct.unpack_from("<Q", data, at + REGION_WINDOW_START)
-    check(at + records + RECORD_PENDING + 8 <= offset + filesz, "the first record is not in the header's segment")
+    check(at + records + RECORD_PENDING + 8 <= end, "the first record is not in the header's segment")
     copy = bytearray(data)
     struct.pack_into("<Q", copy, at + records + RECORD_PENDING, stamp(start))
     return bytes(copy)
@@ -562,6 +568,11 @@ def scenario_crafted(args, work):
     for name, stamp in [("pending-huge", lambda start: 0x7000000000000000),
                         ("pending-3h-late", lambda start: start + 3 * 3600 * 10**9)]:
         check_crafted(args, work, name, crafted_region_stamp(data, stamp), "statistics region")
+    # A region whose header lies (region_size below the header's own):
+    # the error names the likely cause and what to do.
+    copy = bytearray(data)
+    struct.pack_into("<Q", copy, region_at(data)[0] + REGION_SIZE, 64)
+    check_crafted(args, work, "region-size-64", bytes(copy), "find the stray write")
     # Below them, a core with many segments is still read.
     with open(path, "wb") as f:
         f.write(crafted_loads(data, 20000, elf_every=10))

@@ -7,6 +7,8 @@
 Scenarios (CTest label `debugger`):
   fifo-core        COREFILE is a FIFO: one error line and exit 1, not an
                    open() that waits for a writer forever
+  not-a-file-core  COREFILE is a directory, a device or a FIFO: the one
+                   error line says which (not "Invalid argument")
   fifo-executable  EXECUTABLE is a FIFO beside a good core: no hang
   fifo-nt-file     a file the core's NT_FILE note names (the program) was
                    replaced by a FIFO since the dump: no hang, an error
@@ -76,6 +78,16 @@ def scenario_fifo_core(args, work):
     one_error(tdstat_core(args, fifo), "fifo-core")
 
 
+def scenario_not_a_file_core(args, work):
+    fifo = os.path.join(work, "fifo")
+    os.mkfifo(fifo)
+    for path, what in [(work, "a directory"), (os.devnull, "a device"), (fifo, "a FIFO")]:
+        result = tdstat_core(args, path)
+        one_error(result, "not-a-file-core " + path)
+        if "is %s" % what not in result.stdout or "core dump" not in result.stdout:
+            raise Failure("not-a-file-core: %s should be called %s, with the fix:\n%s" % (path, what, result.stdout))
+
+
 def scenario_fifo_executable(args, work):
     _, core = sleeper_core(work)
     fifo = os.path.join(work, "fifo")
@@ -113,6 +125,7 @@ def scenario_gdb_wrong_program(args, work):
 SCENARIOS = {
     "gdb-wrong-program": scenario_gdb_wrong_program,
     "fifo-core": scenario_fifo_core,
+    "not-a-file-core": scenario_not_a_file_core,
     "fifo-executable": scenario_fifo_executable,
     "fifo-nt-file": scenario_fifo_nt_file,
 }
