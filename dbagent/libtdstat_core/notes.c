@@ -108,9 +108,14 @@ static bool file_note_names_fifo(const char *desc, size_t size)
 	return false;
 }
 
+/* Notes are read as libdwfl's dwfl_core_file_report reads them: 8-byte
+ * aligned when the segment says so.  Read otherwise, a segment laid out
+ * to parse both ways showed this file one NT_FILE and libdwfl another,
+ * whose FIFO it then opened (file_note_names_fifo). */
 static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr *phdr, struct notes *notes)
 {
-	Elf_Data *data = elf_getdata_rawchunk(ph->elf, (int64_t)phdr->p_offset, phdr->p_filesz, ELF_T_NHDR);
+	Elf_Data *data = elf_getdata_rawchunk(ph->elf, (int64_t)phdr->p_offset, phdr->p_filesz,
+					      phdr->p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
 	size_t offset = 0, name_at, desc_at;
 	GElf_Nhdr note;
 

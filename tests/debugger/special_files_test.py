@@ -12,6 +12,10 @@ Scenarios (CTest label `debugger`):
   fifo-executable  EXECUTABLE is a FIFO beside a good core: no hang
   fifo-nt-file     a file the core's NT_FILE note names (the program) was
                    replaced by a FIFO since the dump: no hang, an error
+  fifo-nt-file-align8  the same, with the core's NT_FILE moved into a new
+                   first PT_NOTE of 8-byte alignment, laid out so that a
+                   4-byte reading of it parses too (and finds nothing):
+                   libdwfl reads the first PT_NOTE by its alignment
   gdb-wrong-program  gdb given another program than the one a preloaded
                    core was dumped from (gdb /bin/true CORE): gdb then
                    knows none of the core's libraries, and info
@@ -24,6 +28,7 @@ copy of sleep(1), a few MB.
 import argparse
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -104,6 +109,64 @@ def scenario_fifo_nt_file(args, work):
     one_error(tdstat_core(args, core), "fifo-nt-file")
 
 
+NT_FILE = 0x46494C45
+
+
+def notes_of(data):
+    """(header offset, descriptor offset, size, type) of the notes of
+    every PT_NOTE, read 4-byte aligned (as gcore writes them)."""
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    out = []
+    for i in range(phnum):
+        p_type, _, offset, _, _, filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data, phoff + i * phentsize)
+        at = offset
+        while p_type == 4 and at + 12 <= offset + filesz:
+            namesz, descsz, kind = struct.unpack_from("<III", data, at)
+            desc = at + 12 + ((namesz + 3) & ~3)
+            out.append((at, desc, descsz, kind))
+            at = desc + ((descsz + 3) & ~3)
+    return out
+
+
+def nt_file_first_align8(data):
+    """The core with its NT_FILE in a new first PT_NOTE (p_align 8) and
+    the old one renamed.  In the 8-byte layout the descriptor starts at
+    24; read 4-byte aligned it starts at 20, where its count is then the
+    padding and half the true count (too many: no names read), and the
+    zeros after it parse as empty notes either way."""
+    copy = bytearray(data)
+    found = [n for n in notes_of(data) if n[3] == NT_FILE]
+    if not found:
+        raise Failure("the gcore has no NT_FILE note")
+    header, desc_at, size, _ = found[0]
+    struct.pack_into("<I", copy, header + 8, 0x454C4946)  # no longer NT_FILE
+    desc = data[desc_at:desc_at + size] + bytes(8)
+    desc += bytes((4 - len(desc) % 8) % 8)  # size = 4 mod 8, ending in zeros
+    note = struct.pack("<III", 5, len(desc), NT_FILE) + b"CORE\0" + bytes(7) + desc + bytes(4) + bytes(16)
+    copy += bytes(-len(copy) % 8)
+    note_at = len(copy)
+    copy += note
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    table = struct.pack("<IIQQQQQQ", 4, 0, note_at, 0, 0, len(note), 0, 8) + data[phoff:phoff + phnum * phentsize]
+    struct.pack_into("<Q", copy, 0x20, len(copy))
+    struct.pack_into("<H", copy, 0x38, phnum + 1)
+    return bytes(copy + table)
+
+
+def scenario_fifo_nt_file_align8(args, work):
+    program, core = sleeper_core(work)
+    with open(core, "rb") as f:
+        data = f.read()
+    crafted = os.path.join(work, "crafted")
+    with open(crafted, "wb") as f:
+        f.write(nt_file_first_align8(data))
+    os.unlink(program)
+    os.mkfifo(program)
+    one_error(tdstat_core(args, crafted), "fifo-nt-file-align8")
+
+
 def scenario_gdb_wrong_program(args, work):
     if not args.shim or not args.script or shutil.which("gdb") is None:
         return
@@ -128,6 +191,7 @@ SCENARIOS = {
     "not-a-file-core": scenario_not_a_file_core,
     "fifo-executable": scenario_fifo_executable,
     "fifo-nt-file": scenario_fifo_nt_file,
+    "fifo-nt-file-align8": scenario_fifo_nt_file_align8,
 }
 
 
