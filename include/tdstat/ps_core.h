@@ -27,6 +27,13 @@
  * Everything in a core is untrusted: a truncated or damaged core gives an
  * error, never a crash.  Handles are independent; one handle may be used
  * from several threads.
+ *
+ * One wait is the caller's to bound: libdwfl open()s, blocking, every
+ * name in the dynamic linker's list, which it reads from the core's
+ * memory; a name that is a FIFO there waits for a writer.  tdcore_open
+ * refuses a core whose NT_FILE names one, but cannot vouch for memory:
+ * a caller that reads untrusted cores interrupts such an open with a
+ * signal whose handler has no SA_RESTART (tdstat core: a timer).
  */
 #ifndef TDSTAT_PS_CORE_H
 #define TDSTAT_PS_CORE_H

@@ -21,8 +21,10 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 
 #include <tdstat/ps_core.h>
 
@@ -69,6 +71,37 @@ static void explain_agent(td_err_e err, struct ps_prochandle *core, const struct
 		tdstat_error("libc_db failed on %s (td_err_e %d)", path, (int)err);
 		return;
 	}
+}
+
+static void interrupt_open(int signal)
+{
+	(void)signal;
+}
+
+/*
+ * While the core is read, and never while anything is printed: libdwfl
+ * open()s, blocking, each name the dynamic linker's list holds, read
+ * from the core's memory, where a damaged or crafted core may hold any
+ * path.  A FIFO there (or a device that waits) would keep tdstat core
+ * waiting forever; libtdstat_core checks only NT_FILE's names before
+ * libdwfl opens them.  A timer every second interrupts such an open
+ * (EINTR, no SA_RESTART): libdwfl takes that file as missing and goes
+ * on.  Nothing else the reading does can block (its preads retry on
+ * EINTR); output is not interrupted, as a write to a full pipe would be.
+ */
+static void blocking_opens_interrupted(bool on)
+{
+	struct sigaction action = { .sa_handler = on ? interrupt_open : SIG_DFL };
+	struct itimerval timer = { .it_value.tv_sec = on, .it_interval.tv_sec = on };
+
+	/* Armed after the handler, disarmed before it goes: a SIGALRM
+	 * never meets the default action, which ends the process. */
+	sigemptyset(&action.sa_mask);
+	if (on)
+		sigaction(SIGALRM, &action, NULL);
+	setitimer(ITIMER_REAL, &timer, NULL);
+	if (!on)
+		sigaction(SIGALRM, &action, NULL);
 }
 
 /*
@@ -149,19 +182,20 @@ static void print(const struct tdstat_core_options *options, const td_thragent_t
 		for (size_t i = 0; i < thread_count; i++)
 			threads[i].pid = process->pid;
 	}
+	td_err_e err = TD_OK;
+
 	if (options->objects) {
 		object_count = tdstat_object_rows(0, symbolizer, NULL, reading, &objects);
 		for (size_t i = 0; i < object_count; i++)
 			objects[i].pid = process->pid;
 		/* Owners and waiters at the dump (no thread names: /proc of
 		 * the core's PID is another process now, if any). */
-		td_err_e err = tdstat_waitfor_read(agent, process->pid, 0, symbolizer, &graph);
-
+		err = tdstat_waitfor_read(agent, process->pid, 0, symbolizer, &graph);
 		have_graph = err == TD_OK;
-		if (!have_graph)
-			tdstat_error("%s: the owners and waiters could not be read (td_err_e %d)", options->core_path,
-				     (int)err);
 	}
+	blocking_opens_interrupted(false);
+	if (!have_graph && options->objects)
+		tdstat_error("%s: the owners and waiters could not be read (td_err_e %d)", options->core_path, (int)err);
 	tdstat_output_init(&output, options->format, stdout, TDSTAT_OUTPUT_LIVE);
 	output.threads = options->threads;
 	output.objects = options->objects;
@@ -224,9 +258,13 @@ int tdstat_core(const struct tdstat_core_options *options)
 			return TDSTAT_EXIT_FAILURE;
 		}
 	}
+	blocking_opens_interrupted(true);
 	status = tdcore_open(options->core_path, options->executable_path, &core);
 	if (status != TDCORE_OK) {
-		explain_open(status, options->core_path, errno);
+		int error = errno;
+
+		blocking_opens_interrupted(false);
+		explain_open(status, options->core_path, error);
 		return TDSTAT_EXIT_FAILURE;
 	}
 	tdcore_process(core, &process);
@@ -237,6 +275,7 @@ int tdstat_core(const struct tdstat_core_options *options)
 		struct tdstat_symbolizer *symbolizer =
 			tdstat_symbolizer_open_core(options->core_path, options->executable_path);
 
+		blocking_opens_interrupted(false);
 		result = tdstat_sync_print(agent, process.pid, symbolizer, options->format, options->core_path);
 		tdstat_symbolizer_close(symbolizer);
 		td_ta_delete(agent);
@@ -247,10 +286,14 @@ int tdstat_core(const struct tdstat_core_options *options)
 	if (err == TD_OK)
 		err = tdstat_reading_threads(agent, &reading);
 	double after_s;
+	bool ends_after = err == TD_OK && records_end_after_dump(options->core_path, &reading.stats, &after_s);
 
+	/* print() disarms it once the rows are read. */
+	if (err != TD_OK || ends_after)
+		blocking_opens_interrupted(false);
 	if (err != TD_OK) {
 		explain_agent(err, core, &process, options->core_path);
-	} else if (records_end_after_dump(options->core_path, &reading.stats, &after_s)) {
+	} else if (ends_after) {
 		tdstat_error("the statistics region in %s is damaged: its records end %.0f s after the core file was "
 			     "written (a stray write in the program, or the wall clock set back since the window began), "
 			     "so its figures would be wrong; dump the process again", options->core_path, after_s);

@@ -16,6 +16,10 @@ Scenarios (CTest label `debugger`):
                    first PT_NOTE of 8-byte alignment, laid out so that a
                    4-byte reading of it parses too (and finds nothing):
                    libdwfl reads the first PT_NOTE by its alignment
+  fifo-link-map    the name of libc in the dynamic linker's list, in the
+                   core's memory (where a damaged core may hold any path),
+                   made to name a FIFO: libdwfl open()s those names
+                   blocking, and NT_FILE's check does not see them
   gdb-wrong-program  gdb given another program than the one a preloaded
                    core was dumped from (gdb /bin/true CORE): gdb then
                    knows none of the core's libraries, and info
@@ -42,11 +46,11 @@ class Failure(Exception):
     pass
 
 
-def tdstat_core(args, *paths):
+def tdstat_core(args, *paths, cwd=None):
     try:
         result = subprocess.run([args.tdstat, "core", *paths], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                timeout=TIMEOUT, text=True)
+                                timeout=TIMEOUT, text=True, cwd=cwd)
     except subprocess.TimeoutExpired:
         raise Failure("tdstat core %s hung (no answer in %d s)" % (" ".join(paths), TIMEOUT))
     return result
@@ -167,6 +171,45 @@ def scenario_fifo_nt_file_align8(args, work):
     one_error(tdstat_core(args, crafted), "fifo-nt-file-align8")
 
 
+def nt_file_names(data):
+    header, desc, size, _ = [n for n in notes_of(data) if n[3] == NT_FILE][0]
+    count, = struct.unpack_from("<Q", data, desc)
+    names = data[desc + 16 + 24 * count:desc + size].split(b"\0")
+    return [name for name in names[:count] if name]
+
+
+def scenario_fifo_link_map(args, work):
+    _, core = sleeper_core(work)
+    with open(core, "rb") as f:
+        data = bytearray(f.read())
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    libc = [name for name in nt_file_names(data) if b"libc.so" in name]
+    if not libc:
+        raise Failure("fifo-link-map: the core maps no libc")
+    # The dynamic linker's name for it may differ from NT_FILE's (a
+    # symbolic link in the path): any absolute path to the same file name.
+    tail = b"/" + os.path.basename(bytes(libc[0])) + b"\0"
+    replaced = 0
+    for i in range(phnum):
+        p_type, _, offset, _, _, filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data, phoff + i * phentsize)
+        at = data.find(tail, offset, offset + filesz) if p_type == 1 else -1
+        while at >= 0:
+            start = data.rfind(b"\0", offset, at) + 1
+            if start > offset and data[start:start + 1] == b"/" and at + len(tail) - start >= 7:
+                # Relative to tdstat's directory: shorter than any libc path.
+                data[start:start + 7] = b"./fifo\0"
+                replaced += 1
+            at = data.find(tail, at + 1, offset + filesz)
+    if replaced == 0:
+        raise Failure("fifo-link-map: libc's name is not in the core's memory")
+    crafted = os.path.join(work, "crafted")
+    with open(crafted, "wb") as f:
+        f.write(data)
+    os.mkfifo(os.path.join(work, "fifo"))
+    one_error(tdstat_core(args, crafted, cwd=work), "fifo-link-map")
+
+
 def scenario_gdb_wrong_program(args, work):
     if not args.shim or not args.script or shutil.which("gdb") is None:
         return
@@ -192,6 +235,7 @@ SCENARIOS = {
     "fifo-executable": scenario_fifo_executable,
     "fifo-nt-file": scenario_fifo_nt_file,
     "fifo-nt-file-align8": scenario_fifo_nt_file_align8,
+    "fifo-link-map": scenario_fifo_link_map,
 }
 
 
