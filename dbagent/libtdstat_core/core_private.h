@@ -56,6 +56,7 @@ struct ps_prochandle {
 	size_t segment_count;
 	struct tdcore_process process;
 	struct tdcore_thread *threads;
+	bool maps_shim;                      /* NT_FILE names libtdshim.so */
 	pthread_mutex_t dwfl_lock;
 	Dwfl *dwfl;
 	_Atomic int last_status;             /* enum tdcore_status */

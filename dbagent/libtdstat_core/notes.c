@@ -23,6 +23,8 @@
 #include <sys/procfs.h>
 #include <sys/stat.h>
 
+#include <tdstat/region.h>
+
 #include "core_private.h"
 
 /* Adds time to *ns; false when it is no time the kernel writes (negative,
@@ -42,6 +44,7 @@ static bool timeval_add_ns(struct timeval time, uint64_t *ns)
 struct notes {
 	bool have_psinfo;
 	bool file_replaced;
+	bool maps_shim;
 	pid_t psinfo_pid;
 	char command[17];
 	int first_signal;
@@ -82,37 +85,44 @@ static enum tdcore_status thread_add(struct notes *notes, const prstatus_t *stat
  * an ELF image, blocking: a name that is now a FIFO (nobody can map
  * one, so it was replaced since the dump) would wait for a writer
  * forever.  Such a core's files have changed: say so before libdwfl
- * opens them. */
-static bool file_note_names_fifo(const char *desc, size_t size)
+ * opens them.  And a name that is the shim's says the process had
+ * loaded it, whatever becomes of the symbol lookup (symbols.c). */
+static void file_note_read(const char *desc, size_t size, struct notes *notes)
 {
 	unsigned long count;
 	size_t at;
 	const char *end = desc + size;
 
 	if (size < 2 * sizeof(unsigned long))
-		return false;
+		return;
 	memcpy(&count, desc, sizeof(count)); /* notes are only 4-aligned */
 	if (count > (size - 2 * sizeof(unsigned long)) / (3 * sizeof(unsigned long)))
-		return false;
+		return;
 	at = 2 * sizeof(unsigned long) + (size_t)count * 3 * sizeof(unsigned long);
 	for (unsigned long i = 0; i < count && at < size; i++) {
-		const char *name = desc + at, *nul = memchr(name, '\0', (size_t)(end - name));
+		const char *name = desc + at, *nul = memchr(name, '\0', (size_t)(end - name)), *base;
 		struct stat info;
 
 		if (!nul)
-			return false;
+			return;
 		if (stat(name, &info) == 0 && S_ISFIFO(info.st_mode))
-			return true;
+			notes->file_replaced = true;
+		base = strrchr(name, '/');
+		if (strncmp(base ? base + 1 : name, TDSTAT_SHIM_SONAME, strlen(TDSTAT_SHIM_SONAME)) == 0)
+			notes->maps_shim = true;
 		at += (size_t)(nul - name) + 1;
 	}
-	return false;
 }
 
 /* Notes are read as libdwfl's dwfl_core_file_report reads them: 8-byte
  * aligned when the segment says so.  Read otherwise, a segment laid out
  * to parse both ways showed this file one NT_FILE and libdwfl another,
- * whose FIFO it then opened (file_note_names_fifo). */
-static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr *phdr, struct notes *notes)
+ * whose FIFO it then opened (file_note_read).  libdwfl reads NT_FILE in
+ * the first PT_NOTE only (`first`), so only there are its names
+ * checked: a core whose PT_NOTEs all named one big NT_FILE again cost
+ * a stat() per name per copy, 25 s for 1000 copies of 1 MB. */
+static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr *phdr, bool first,
+				       struct notes *notes)
 {
 	Elf_Data *data = elf_getdata_rawchunk(ph->elf, (int64_t)phdr->p_offset, phdr->p_filesz,
 					      phdr->p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
@@ -137,8 +147,8 @@ static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr
 
 			memcpy(&prstatus, desc, sizeof(prstatus));
 			status = thread_add(notes, &prstatus);
-		} else if (note.n_type == NT_FILE) {
-			notes->file_replaced = notes->file_replaced || file_note_names_fifo(desc, note.n_descsz);
+		} else if (note.n_type == NT_FILE && first) {
+			file_note_read(desc, note.n_descsz, notes);
 		} else if (note.n_type == NT_PRPSINFO && note.n_descsz >= sizeof(prpsinfo_t) && !notes->have_psinfo) {
 			prpsinfo_t psinfo;
 
@@ -190,6 +200,7 @@ enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
 	enum tdcore_status status = TDCORE_OK;
 	uint64_t note_bytes = 0;
 	size_t phdr_count;
+	bool first = true;
 
 	if (elf_getphdrnum(ph->elf, &phdr_count) != 0)
 		return TDCORE_DAMAGED;
@@ -200,8 +211,10 @@ enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
 			status = TDCORE_DAMAGED;
 		else if (phdr.p_type == PT_NOTE && (note_bytes += phdr.p_filesz) > TDCORE_NOTES_BYTES_MAX)
 			status = TDCORE_DAMAGED;
-		else if (phdr.p_type == PT_NOTE)
-			status = note_segment(ph, &phdr, &notes);
+		else if (phdr.p_type == PT_NOTE) {
+			status = note_segment(ph, &phdr, first, &notes);
+			first = false;
+		}
 	}
 	/* A core without a thread is not a process's core. */
 	if (status == TDCORE_OK && notes.count == 0)
@@ -217,6 +230,7 @@ enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
 		return status;
 	}
 	ph->threads = notes.threads;
+	ph->maps_shim = notes.maps_shim;
 	memcpy(ph->process.command, notes.command, sizeof(notes.command));
 	ph->process.signal = notes.first_signal;
 	ph->process.threads = notes.count;

@@ -42,7 +42,8 @@ static void explain_agent(td_err_e err, struct ps_prochandle *core, const struct
 
 	switch (err) {
 	case TD_NOLIBTHREAD:
-		if (status == TDCORE_FILES_MISSING) {
+		/* The core maps the shim, but its symbol was not found. */
+		if (status == TDCORE_FILES_MISSING || status == TDCORE_DAMAGED) {
 			explain_open(status, path, 0);
 			return;
 		}

@@ -448,7 +448,7 @@ def core_notes(data):
     return out
 
 
-NT_PRSTATUS = 1
+NT_PRSTATUS, NT_AUXV, NT_FILE, AT_PAGESZ = 1, 6, 0x46494C45, 6
 PRSTATUS_PPID, PRSTATUS_UTIME = 36, 48  # x86-64 and aarch64 prstatus_t
 
 
@@ -520,6 +520,26 @@ def crafted_region_stamp(data, stamp):
     return bytes(copy)
 
 
+def crafted_file_notes(data, copies):
+    """The core with copies more PT_NOTEs, each the same NT_FILE of 1 MB
+    (names of files that do not exist), after the core's own."""
+    count = 25000
+    desc = struct.pack("<QQ", count, 4096)
+    desc += b"".join(struct.pack("<QQQ", 0x300000000000 + i * 4096, 0x300000000000 + (i + 1) * 4096, 0)
+                     for i in range(count))
+    desc += b"".join(b"/nonexistent/f%05d\0" % i for i in range(count))
+    desc += bytes(-len(desc) % 4)
+    note = struct.pack("<III", 5, len(desc), NT_FILE) + b"CORE\0\0\0\0" + desc
+    phoff, phentsize, phnum, _, _ = load_segments(data)
+    copy = bytearray(data)
+    note_at = len(copy)
+    copy += note
+    table = data[phoff:phoff + phnum * phentsize] + struct.pack("<IIQQQQQQ", 4, 0, note_at, 0, 0, len(note), 0, 4) * copies
+    struct.pack_into("<Q", copy, 0x20, len(copy))
+    struct.pack_into("<H", copy, 0x38, phnum + copies)
+    return bytes(copy + table)
+
+
 def check_crafted(args, work, name, data, expected, seconds=TIMEOUT):
     path = os.path.join(work, "crafted")
     with open(path, "wb") as f:
@@ -573,6 +593,26 @@ def scenario_crafted(args, work):
     copy = bytearray(data)
     struct.pack_into("<Q", copy, region_at(data)[0] + REGION_SIZE, 64)
     check_crafted(args, work, "region-size-64", bytes(copy), "find the stray write")
+    # One word of NT_AUXV (the page size) made all ones: libdwfl then
+    # finds no module, and the shim's symbol is not found.  The core's
+    # NT_FILE names the shim: "the process had not loaded libtdshim.so"
+    # (and "start it with tdstat run") was false; the core is damaged.
+    copy = bytearray(data)
+    auxv = [(desc, size) for desc, size, kind, name in core_notes(data) if kind == NT_AUXV and name == b"CORE\0"]
+    check(len(auxv) == 1, "the gcore has no NT_AUXV")
+    for at in range(auxv[0][0], auxv[0][0] + auxv[0][1], 16):
+        if struct.unpack_from("<Q", copy, at)[0] == AT_PAGESZ:
+            struct.pack_into("<Q", copy, at + 8, (1 << 64) - 1)
+    check_crafted(args, work, "auxv-pagesz-ones", bytes(copy), "truncated or damaged")
+    # libdwfl reads NT_FILE in the first PT_NOTE only; its names were
+    # checked (a stat() each) in every PT_NOTE: 900 more PT_NOTEs all
+    # naming one NT_FILE of 1 MB took 20 s (the notes stay under 1 GiB).
+    with open(path, "wb") as f:
+        f.write(crafted_file_notes(data, 900))
+    start = time.monotonic()
+    result = tdstat_core(args, path)
+    took = time.monotonic() - start
+    check(result.returncode == 0 and took < 10, "900 PT_NOTEs naming one big NT_FILE: %.1f s" % took, result.stdout)
     # Below them, a core with many segments is still read.
     with open(path, "wb") as f:
         f.write(crafted_loads(data, 20000, elf_every=10))
