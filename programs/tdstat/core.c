@@ -105,6 +105,29 @@ static void blocking_opens_interrupted(bool on)
 		sigaction(SIGALRM, &action, NULL);
 }
 
+/* What tdstat_sync_print's failure is explained with (-s). */
+struct sync_context {
+	struct ps_prochandle *core;
+	const struct tdcore_process *process;
+	const char *path;
+};
+
+/* A core cannot have tracking turned on after the fact, and libc_db's
+ * failures on it are the core's (its memory, its files), as for the
+ * process line: never a bare td_err_e. */
+static void explain_sync(td_err_e err, const void *context)
+{
+	const struct sync_context *sync = context;
+
+	if (err == TD_NOCAPAB)
+		tdstat_error("%s: per-object tracking was off in process %d at the dump (or its shim had none), so the "
+			     "core holds no objects' statistics; start the program with TDSTAT_SYNC_TRACKING=1, or "
+			     "turn it on with `tdstat sync enable PID` while it runs",
+			     sync->path, (int)sync->process->pid);
+	else
+		explain_agent(err, sync->core, sync->process, sync->path);
+}
+
 /*
  * Slack for the check below: the anchor is the wall clock at the
  * window's start, so a clock set back since then puts the records'
@@ -277,7 +300,9 @@ int tdstat_core(const struct tdstat_core_options *options)
 			tdstat_symbolizer_open_core(options->core_path, options->executable_path);
 
 		blocking_opens_interrupted(false);
-		result = tdstat_sync_print(agent, process.pid, symbolizer, options->format, options->core_path);
+		struct sync_context context = { .core = core, .process = &process, .path = options->core_path };
+
+		result = tdstat_sync_print(agent, process.pid, symbolizer, options->format, explain_sync, &context);
 		tdstat_symbolizer_close(symbolizer);
 		td_ta_delete(agent);
 		tdcore_close(core);
