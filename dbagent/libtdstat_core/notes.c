@@ -169,6 +169,34 @@ static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr
 	return TDCORE_OK;
 }
 
+static int compare_tids(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Whether every thread has its own TID, as in any process: a note
+ * repeated would count a thread twice ("6 threads in the core" of five)
+ * and add its CPU time twice when the leader is absent. */
+static enum tdcore_status tids_distinct(const struct tdcore_thread *threads, size_t count)
+{
+	pid_t *tids = malloc(count * sizeof(*tids));
+	enum tdcore_status status = TDCORE_OK;
+
+	if (!tids)
+		return TDCORE_NO_MEMORY;
+	for (size_t i = 0; i < count; i++)
+		tids[i] = threads[i].tid;
+	qsort(tids, count, sizeof(*tids), compare_tids);
+	for (size_t i = 0; i < count && status == TDCORE_OK; i++) {
+		if (tids[i] <= 0 || (i > 0 && tids[i] == tids[i - 1]))
+			status = TDCORE_DAMAGED;
+	}
+	free(tids);
+	return status;
+}
+
 /* The process's CPU time by the rule at the top of this file; DAMAGED
  * when the threads' times add up past 64 bits (no kernel's). */
 static enum tdcore_status process_cpu(struct tdcore_process *process, struct tdcore_thread *threads, size_t count)
@@ -219,6 +247,8 @@ enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
 	/* A core without a thread is not a process's core. */
 	if (status == TDCORE_OK && notes.count == 0)
 		status = TDCORE_DAMAGED;
+	if (status == TDCORE_OK)
+		status = tids_distinct(notes.threads, notes.count);
 	if (status == TDCORE_OK && notes.file_replaced)
 		status = TDCORE_FILES_MISSING;
 	if (status == TDCORE_OK) {

@@ -540,6 +540,18 @@ def crafted_file_notes(data, copies):
     return bytes(copy + table)
 
 
+def crafted_extra_note(data, note):
+    """The core with one more PT_NOTE, after its own, holding note."""
+    phoff, phentsize, phnum, _, _ = load_segments(data)
+    copy = bytearray(data)
+    note_at = len(copy)
+    copy += note
+    table = data[phoff:phoff + phnum * phentsize] + struct.pack("<IIQQQQQQ", 4, 0, note_at, 0, 0, len(note), 0, 4)
+    struct.pack_into("<Q", copy, 0x20, len(copy))
+    struct.pack_into("<H", copy, 0x38, phnum + 1)
+    return bytes(copy + table)
+
+
 def check_crafted(args, work, name, data, expected, seconds=TIMEOUT):
     path = os.path.join(work, "crafted")
     with open(path, "wb") as f:
@@ -604,6 +616,12 @@ def scenario_crafted(args, work):
         if struct.unpack_from("<Q", copy, at)[0] == AT_PAGESZ:
             struct.pack_into("<Q", copy, at + 8, (1 << 64) - 1)
     check_crafted(args, work, "auxv-pagesz-ones", bytes(copy), "truncated or damaged")
+    # A thread's NT_PRSTATUS repeated (in a PT_NOTE after the core's
+    # own): "6 threads in the core" of five, printed as read.
+    prstatus = [(desc, size) for desc, size, kind, name in core_notes(data)
+                if kind == NT_PRSTATUS and name == b"CORE\0"][0]
+    note = data[prstatus[0] - 20:prstatus[0] + prstatus[1]]
+    check_crafted(args, work, "prstatus-twice", crafted_extra_note(data, note), "truncated or damaged")
     # libdwfl reads NT_FILE in the first PT_NOTE only; its names were
     # checked (a stat() each) in every PT_NOTE: 900 more PT_NOTEs all
     # naming one NT_FILE of 1 MB took 20 s (the notes stay under 1 GiB).
