@@ -18,13 +18,16 @@
  */
 #include "format.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <tdstat/ps_core.h>
 
@@ -72,6 +75,21 @@ static void explain_agent(td_err_e err, struct ps_prochandle *core, const struct
 		tdstat_error("libc_db failed on %s (td_err_e %d)", path, (int)err);
 		return;
 	}
+}
+
+/* Whether path starts with an ELF header (an unreadable file counts as
+ * one: tdcore_open's own error then says why). */
+static bool is_elf(const char *path)
+{
+	unsigned char magic[SELFMAG];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t got;
+
+	if (fd < 0)
+		return true;
+	got = read(fd, magic, sizeof(magic));
+	close(fd);
+	return got != (ssize_t)sizeof(magic) ? got < 0 : memcmp(magic, ELFMAG, SELFMAG) == 0;
 }
 
 static void interrupt_open(int signal)
@@ -279,6 +297,13 @@ int tdstat_core(const struct tdstat_core_options *options)
 		if (!S_ISREG(info.st_mode)) {
 			tdstat_error("%s is not a regular file; give the program the core was dumped from as EXECUTABLE",
 				     options->executable_path);
+			return TDSTAT_EXIT_FAILURE;
+		}
+		/* libdwfl passes over a file that is no ELF image without a
+		 * word: the command line was mistyped, say so. */
+		if (!is_elf(options->executable_path)) {
+			tdstat_error("%s is not an ELF file; give the program the core was dumped from as EXECUTABLE, "
+				     "or none (the core names it)", options->executable_path);
 			return TDSTAT_EXIT_FAILURE;
 		}
 	}

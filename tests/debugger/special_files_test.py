@@ -10,6 +10,8 @@ Scenarios (CTest label `debugger`):
   not-a-file-core  COREFILE is a directory, a device or a FIFO: the one
                    error line says which (not "Invalid argument")
   fifo-executable  EXECUTABLE is a FIFO beside a good core: no hang
+  not-elf-executable  EXECUTABLE is a text file or empty: said so, not
+                   passed over in silence
   fifo-nt-file     a file the core's NT_FILE note names (the program) was
                    replaced by a FIFO since the dump: no hang, an error
   fifo-nt-file-align8  the same, with the core's NT_FILE moved into a new
@@ -95,6 +97,18 @@ def scenario_not_a_file_core(args, work):
         one_error(result, "not-a-file-core " + path)
         if "is %s" % what not in result.stdout or "core dump" not in result.stdout:
             raise Failure("not-a-file-core: %s should be called %s, with the fix:\n%s" % (path, what, result.stdout))
+
+
+def scenario_not_elf_executable(args, work):
+    _, core = sleeper_core(work)
+    for name, content in [("text", b"#!/bin/sh\necho not a program\n"), ("empty", b"")]:
+        path = os.path.join(work, name)
+        with open(path, "wb") as f:
+            f.write(content)
+        result = tdstat_core(args, core, path)
+        one_error(result, "not-elf-executable " + name)
+        if "not an ELF file" not in result.stdout:
+            raise Failure("not-elf-executable: %s should be called no ELF file:\n%s" % (name, result.stdout))
 
 
 def scenario_fifo_executable(args, work):
@@ -232,6 +246,7 @@ SCENARIOS = {
     "gdb-wrong-program": scenario_gdb_wrong_program,
     "fifo-core": scenario_fifo_core,
     "not-a-file-core": scenario_not_a_file_core,
+    "not-elf-executable": scenario_not_elf_executable,
     "fifo-executable": scenario_fifo_executable,
     "fifo-nt-file": scenario_fifo_nt_file,
     "fifo-nt-file-align8": scenario_fifo_nt_file_align8,
