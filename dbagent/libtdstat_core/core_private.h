@@ -16,8 +16,14 @@
 
 #define TDCORE_EXPORT __attribute__((visibility("default")))
 
-/* Bounds on what a core may make us do (symbols.c, handle.c). */
-#define TDCORE_SEGMENTS_MAX (1u << 20)
+/* Bounds on what a core may make us do (symbols.c, handle.c).  libdwfl's
+ * dwfl_core_file_report takes time quadratic in the segments (16 s for
+ * 2^18 here) and in the modules it finds, one per segment that starts
+ * with an ELF header: a core with 2^20 segments kept it busy for many
+ * minutes.  2^18 is the largest vm.max_map_count commonly set (the
+ * default is 65530); the modules are bounded before libdwfl sees them
+ * by the lookup's own limit. */
+#define TDCORE_SEGMENTS_MAX (1u << 18)
 #define TDCORE_THREADS_MAX (1u << 22)
 #define TDCORE_NOTES_BYTES_MAX (UINT64_C(1) << 30)
 #define TDCORE_MODULES_MAX 4096u
@@ -50,6 +56,7 @@ struct ps_prochandle {
 	size_t segment_count;
 	struct tdcore_process process;
 	struct tdcore_thread *threads;
+	bool maps_shim;                      /* NT_FILE names libtdshim.so */
 	pthread_mutex_t dwfl_lock;
 	Dwfl *dwfl;
 	_Atomic int last_status;             /* enum tdcore_status */

@@ -29,7 +29,8 @@ TDCORE_EXPORT const char *tdcore_explain(enum tdcore_status status, const char *
 		break;
 	case TDCORE_DAMAGED:
 		snprintf(buf, len,
-			 "%s is truncated or damaged (its headers or notes lie outside the file, or it has no thread); "
+			 "%s is truncated or damaged (its headers or notes lie outside the file or hold impossible values, "
+			 "or it has no thread); "
 			 "take the dump again, with enough disk space (and ulimit -c unlimited for kernel cores)",
 			 path);
 		break;
@@ -54,8 +55,9 @@ TDCORE_EXPORT const char *tdcore_explain(enum tdcore_status status, const char *
 	case TDCORE_LOOKUP_LIMIT:
 	default:
 		snprintf(buf, len,
-			 "%s: the symbol search gave up: more than %u objects or %u symbols (a crafted or damaged core)",
-			 path, TDCORE_MODULES_MAX, TDCORE_SYMBOLS_MAX);
+			 "%s holds more than tdstat reads: more than %u segments, %u objects or %u symbols (a crafted "
+			 "or damaged core, or a process with that many mappings); read it in gdb (info thread-stats)",
+			 path, TDCORE_SEGMENTS_MAX, TDCORE_MODULES_MAX, TDCORE_SYMBOLS_MAX);
 		break;
 	}
 	return buf;

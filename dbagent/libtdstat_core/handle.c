@@ -69,8 +69,21 @@ static int compare_segments(const void *a, const void *b)
 	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
 }
 
+/* Whether the segment's bytes in the file start with an ELF header:
+ * where libdwfl reports a module. */
+static bool starts_elf(const struct ps_prochandle *ph, const GElf_Phdr *phdr)
+{
+	size_t size;
+	const char *file = elf_rawfile(ph->elf, &size);
+
+	return file && phdr->p_filesz >= SELFMAG && phdr->p_offset <= size &&
+	       size - phdr->p_offset >= SELFMAG && memcmp(file + phdr->p_offset, ELFMAG, SELFMAG) == 0;
+}
+
 static enum tdcore_status segments_read(struct ps_prochandle *ph, size_t phdr_count)
 {
+	size_t elf_starts = 0;
+
 	ph->segments = calloc(phdr_count ? phdr_count : 1, sizeof(*ph->segments));
 	if (!ph->segments)
 		return TDCORE_NO_MEMORY;
@@ -84,6 +97,10 @@ static enum tdcore_status segments_read(struct ps_prochandle *ph, size_t phdr_co
 		if (phdr.p_filesz > phdr.p_memsz || phdr.p_vaddr > UINT64_MAX - phdr.p_memsz ||
 		    phdr.p_offset > UINT64_MAX - phdr.p_filesz)
 			return TDCORE_DAMAGED;
+		/* More modules than the lookup searches: refused before
+		 * libdwfl spends minutes reporting them (core_private.h). */
+		if (starts_elf(ph, &phdr) && ++elf_starts > TDCORE_MODULES_MAX)
+			return TDCORE_LOOKUP_LIMIT;
 		ph->segments[ph->segment_count++] = (struct tdcore_segment){
 			.vaddr = phdr.p_vaddr, .memsz = phdr.p_memsz, .filesz = phdr.p_filesz, .offset = phdr.p_offset,
 		};
@@ -160,8 +177,11 @@ static enum tdcore_status core_open(struct ps_prochandle *ph, const char *core_p
 		return TDCORE_NOT_A_CORE;
 	if (header.e_ident[EI_CLASS] != NATIVE_CLASS || header.e_machine != NATIVE_MACHINE)
 		return TDCORE_FOREIGN;
-	if (elf_getphdrnum(ph->elf, &phdr_count) != 0 || phdr_count > TDCORE_SEGMENTS_MAX ||
-	    header.e_phoff > ph->file_size ||
+	if (elf_getphdrnum(ph->elf, &phdr_count) != 0)
+		return TDCORE_DAMAGED;
+	if (phdr_count > TDCORE_SEGMENTS_MAX)
+		return TDCORE_LOOKUP_LIMIT;
+	if (header.e_phoff > ph->file_size ||
 	    (uint64_t)phdr_count * header.e_phentsize > ph->file_size - header.e_phoff)
 		return TDCORE_DAMAGED;
 	status = segments_read(ph, phdr_count);

@@ -23,18 +23,28 @@
 #include <sys/procfs.h>
 #include <sys/stat.h>
 
+#include <tdstat/region.h>
+
 #include "core_private.h"
 
-static uint64_t timeval_ns(struct timeval time)
+/* Adds time to *ns; false when it is no time the kernel writes (negative,
+ * microseconds out of range) or the sum does not fit: the kernel's
+ * figures are 64-bit nanoseconds, so a note past that was not its. */
+static bool timeval_add_ns(struct timeval time, uint64_t *ns)
 {
+	uint64_t value;
+
 	if (time.tv_sec < 0 || time.tv_usec < 0 || time.tv_usec >= 1000000)
-		return 0;
-	return (uint64_t)time.tv_sec * 1000000000u + (uint64_t)time.tv_usec * 1000u;
+		return false;
+	return !__builtin_mul_overflow((uint64_t)time.tv_sec, UINT64_C(1000000000), &value) &&
+	       !__builtin_add_overflow(value, (uint64_t)time.tv_usec * 1000u, &value) &&
+	       !__builtin_add_overflow(*ns, value, ns);
 }
 
 struct notes {
 	bool have_psinfo;
 	bool file_replaced;
+	bool maps_shim;
 	pid_t psinfo_pid;
 	char command[17];
 	int first_signal;
@@ -44,9 +54,12 @@ struct notes {
 
 static enum tdcore_status thread_add(struct notes *notes, const prstatus_t *status)
 {
-	uint64_t cpu = timeval_ns(status->pr_utime) + timeval_ns(status->pr_stime);
+	uint64_t cpu = 0;
 	bool from_kernel = status->pr_ppid != 0 || status->pr_pgrp != 0 || status->pr_sid != 0;
 
+	/* A CPU time that wrapped would be printed as measured: refused. */
+	if (from_kernel && !(timeval_add_ns(status->pr_utime, &cpu) && timeval_add_ns(status->pr_stime, &cpu)))
+		return TDCORE_DAMAGED;
 	if (notes->count == notes->capacity) {
 		size_t capacity = notes->capacity ? 2 * notes->capacity : 16;
 		struct tdcore_thread *threads;
@@ -72,35 +85,47 @@ static enum tdcore_status thread_add(struct notes *notes, const prstatus_t *stat
  * an ELF image, blocking: a name that is now a FIFO (nobody can map
  * one, so it was replaced since the dump) would wait for a writer
  * forever.  Such a core's files have changed: say so before libdwfl
- * opens them. */
-static bool file_note_names_fifo(const char *desc, size_t size)
+ * opens them.  And a name that is the shim's says the process had
+ * loaded it, whatever becomes of the symbol lookup (symbols.c). */
+static void file_note_read(const char *desc, size_t size, struct notes *notes)
 {
 	unsigned long count;
 	size_t at;
 	const char *end = desc + size;
 
 	if (size < 2 * sizeof(unsigned long))
-		return false;
+		return;
 	memcpy(&count, desc, sizeof(count)); /* notes are only 4-aligned */
 	if (count > (size - 2 * sizeof(unsigned long)) / (3 * sizeof(unsigned long)))
-		return false;
+		return;
 	at = 2 * sizeof(unsigned long) + (size_t)count * 3 * sizeof(unsigned long);
 	for (unsigned long i = 0; i < count && at < size; i++) {
-		const char *name = desc + at, *nul = memchr(name, '\0', (size_t)(end - name));
+		const char *name = desc + at, *nul = memchr(name, '\0', (size_t)(end - name)), *base;
 		struct stat info;
 
 		if (!nul)
-			return false;
+			return;
 		if (stat(name, &info) == 0 && S_ISFIFO(info.st_mode))
-			return true;
+			notes->file_replaced = true;
+		base = strrchr(name, '/');
+		if (strncmp(base ? base + 1 : name, TDSTAT_SHIM_SONAME, strlen(TDSTAT_SHIM_SONAME)) == 0)
+			notes->maps_shim = true;
 		at += (size_t)(nul - name) + 1;
 	}
-	return false;
 }
 
-static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr *phdr, struct notes *notes)
+/* Notes are read as libdwfl's dwfl_core_file_report reads them: 8-byte
+ * aligned when the segment says so.  Read otherwise, a segment laid out
+ * to parse both ways showed this file one NT_FILE and libdwfl another,
+ * whose FIFO it then opened (file_note_read).  libdwfl reads NT_FILE in
+ * the first PT_NOTE only (`first`), so only there are its names
+ * checked: a core whose PT_NOTEs all named one big NT_FILE again cost
+ * a stat() per name per copy, 25 s for 1000 copies of 1 MB. */
+static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr *phdr, bool first,
+				       struct notes *notes)
 {
-	Elf_Data *data = elf_getdata_rawchunk(ph->elf, (int64_t)phdr->p_offset, phdr->p_filesz, ELF_T_NHDR);
+	Elf_Data *data = elf_getdata_rawchunk(ph->elf, (int64_t)phdr->p_offset, phdr->p_filesz,
+					      phdr->p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
 	size_t offset = 0, name_at, desc_at;
 	GElf_Nhdr note;
 
@@ -122,8 +147,8 @@ static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr
 
 			memcpy(&prstatus, desc, sizeof(prstatus));
 			status = thread_add(notes, &prstatus);
-		} else if (note.n_type == NT_FILE) {
-			notes->file_replaced = notes->file_replaced || file_note_names_fifo(desc, note.n_descsz);
+		} else if (note.n_type == NT_FILE && first) {
+			file_note_read(desc, note.n_descsz, notes);
 		} else if (note.n_type == NT_PRPSINFO && note.n_descsz >= sizeof(prpsinfo_t) && !notes->have_psinfo) {
 			prpsinfo_t psinfo;
 
@@ -144,8 +169,37 @@ static enum tdcore_status note_segment(struct ps_prochandle *ph, const GElf_Phdr
 	return TDCORE_OK;
 }
 
-/* The process's CPU time by the rule at the top of this file. */
-static void process_cpu(struct tdcore_process *process, struct tdcore_thread *threads, size_t count)
+static int compare_tids(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Whether every thread has its own TID, as in any process: a note
+ * repeated would count a thread twice ("6 threads in the core" of five)
+ * and add its CPU time twice when the leader is absent. */
+static enum tdcore_status tids_distinct(const struct tdcore_thread *threads, size_t count)
+{
+	pid_t *tids = malloc(count * sizeof(*tids));
+	enum tdcore_status status = TDCORE_OK;
+
+	if (!tids)
+		return TDCORE_NO_MEMORY;
+	for (size_t i = 0; i < count; i++)
+		tids[i] = threads[i].tid;
+	qsort(tids, count, sizeof(*tids), compare_tids);
+	for (size_t i = 0; i < count && status == TDCORE_OK; i++) {
+		if (tids[i] <= 0 || (i > 0 && tids[i] == tids[i - 1]))
+			status = TDCORE_DAMAGED;
+	}
+	free(tids);
+	return status;
+}
+
+/* The process's CPU time by the rule at the top of this file; DAMAGED
+ * when the threads' times add up past 64 bits (no kernel's). */
+static enum tdcore_status process_cpu(struct tdcore_process *process, struct tdcore_thread *threads, size_t count)
 {
 	uint64_t sum = 0;
 	bool any = false;
@@ -157,13 +211,15 @@ static void process_cpu(struct tdcore_process *process, struct tdcore_thread *th
 			/* The leader's own share is not in the core. */
 			threads[i].cpu_known = 0;
 			threads[i].cpu_ns = 0;
-			return;
+			return TDCORE_OK;
 		}
-		sum += threads[i].cpu_ns;
+		if (__builtin_add_overflow(sum, threads[i].cpu_ns, &sum))
+			return TDCORE_DAMAGED;
 		any = any || threads[i].cpu_known;
 	}
 	process->cpu_known = any;
 	process->cpu_ns = sum;
+	return TDCORE_OK;
 }
 
 enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
@@ -172,6 +228,7 @@ enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
 	enum tdcore_status status = TDCORE_OK;
 	uint64_t note_bytes = 0;
 	size_t phdr_count;
+	bool first = true;
 
 	if (elf_getphdrnum(ph->elf, &phdr_count) != 0)
 		return TDCORE_DAMAGED;
@@ -182,23 +239,30 @@ enum tdcore_status tdcore_notes_read(struct ps_prochandle *ph)
 			status = TDCORE_DAMAGED;
 		else if (phdr.p_type == PT_NOTE && (note_bytes += phdr.p_filesz) > TDCORE_NOTES_BYTES_MAX)
 			status = TDCORE_DAMAGED;
-		else if (phdr.p_type == PT_NOTE)
-			status = note_segment(ph, &phdr, &notes);
+		else if (phdr.p_type == PT_NOTE) {
+			status = note_segment(ph, &phdr, first, &notes);
+			first = false;
+		}
 	}
 	/* A core without a thread is not a process's core. */
 	if (status == TDCORE_OK && notes.count == 0)
 		status = TDCORE_DAMAGED;
+	if (status == TDCORE_OK)
+		status = tids_distinct(notes.threads, notes.count);
 	if (status == TDCORE_OK && notes.file_replaced)
 		status = TDCORE_FILES_MISSING;
+	if (status == TDCORE_OK) {
+		ph->process.pid = notes.have_psinfo ? notes.psinfo_pid : notes.threads[0].tid;
+		status = process_cpu(&ph->process, notes.threads, notes.count);
+	}
 	if (status != TDCORE_OK) {
 		free(notes.threads);
 		return status;
 	}
 	ph->threads = notes.threads;
-	ph->process.pid = notes.have_psinfo ? notes.psinfo_pid : notes.threads[0].tid;
+	ph->maps_shim = notes.maps_shim;
 	memcpy(ph->process.command, notes.command, sizeof(notes.command));
 	ph->process.signal = notes.first_signal;
 	ph->process.threads = notes.count;
-	process_cpu(&ph->process, ph->threads, notes.count);
 	return TDCORE_OK;
 }

@@ -106,8 +106,14 @@ ps_err_e tdcore_symbol_lookup(struct ps_prochandle *ph, const char *object_hint,
 		return PS_ERR;
 	}
 	/* Not found, but some files were not there to search: say so (the
-	 * answer stays PS_NOSYM, which is what it is as far as we know). */
+	 * answer stays PS_NOSYM, which is what it is as far as we know).
+	 * Not found in a core whose NT_FILE names the shim: the process had
+	 * loaded it, and what libdwfl made of the core's account of its
+	 * modules is damaged (one word of NT_AUXV, the page size, was
+	 * enough); "the shim was not loaded" would be false. */
 	if (result == PS_NOSYM && files_missing)
 		tdcore_set_status(ph, TDCORE_FILES_MISSING);
+	else if (result == PS_NOSYM && ph->maps_shim)
+		tdcore_set_status(ph, TDCORE_DAMAGED);
 	return result;
 }

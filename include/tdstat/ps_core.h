@@ -27,6 +27,13 @@
  * Everything in a core is untrusted: a truncated or damaged core gives an
  * error, never a crash.  Handles are independent; one handle may be used
  * from several threads.
+ *
+ * One wait is the caller's to bound: libdwfl open()s, blocking, every
+ * name in the dynamic linker's list, which it reads from the core's
+ * memory; a name that is a FIFO there waits for a writer.  tdcore_open
+ * refuses a core whose NT_FILE names one, but cannot vouch for memory:
+ * a caller that reads untrusted cores interrupts such an open with a
+ * signal whose handler has no SA_RESTART (tdstat core: a timer).
  */
 #ifndef TDSTAT_PS_CORE_H
 #define TDSTAT_PS_CORE_H
@@ -50,7 +57,7 @@ enum tdcore_status {
 	TDCORE_NOT_IN_CORE,    /* an address neither the core nor its files hold */
 	TDCORE_READ_ONLY,      /* a write was asked of a core */
 	TDCORE_FILES_MISSING,  /* files the core names were not found: their symbols are unknown */
-	TDCORE_LOOKUP_LIMIT,   /* the symbol search gave up: too many objects or symbols */
+	TDCORE_LOOKUP_LIMIT,   /* too many segments, objects or symbols: more than is read */
 };
 
 /* Opens a handle on core file `core_path`; `executable_path`, when not

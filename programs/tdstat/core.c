@@ -18,10 +18,16 @@
  */
 #include "format.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <tdstat/ps_core.h>
 
@@ -39,7 +45,8 @@ static void explain_agent(td_err_e err, struct ps_prochandle *core, const struct
 
 	switch (err) {
 	case TD_NOLIBTHREAD:
-		if (status == TDCORE_FILES_MISSING) {
+		/* The core maps the shim, but its symbol was not found. */
+		if (status == TDCORE_FILES_MISSING || status == TDCORE_DAMAGED) {
 			explain_open(status, path, 0);
 			return;
 		}
@@ -60,12 +67,118 @@ static void explain_agent(td_err_e err, struct ps_prochandle *core, const struct
 			explain_open(status, path, 0);
 			return;
 		}
-		tdstat_error("the statistics region in %s is damaged", path);
+		tdstat_error("the statistics region in %s is damaged (a stray write in the program, most likely): "
+			     "its figures cannot be read from this core; find the stray write (valgrind, "
+			     "-fsanitize=address) and dump the process again", path);
 		return;
 	default:
 		tdstat_error("libc_db failed on %s (td_err_e %d)", path, (int)err);
 		return;
 	}
+}
+
+/* Whether path starts with an ELF header (an unreadable file counts as
+ * one: tdcore_open's own error then says why). */
+static bool is_elf(const char *path)
+{
+	unsigned char magic[SELFMAG];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t got;
+
+	if (fd < 0)
+		return true;
+	got = read(fd, magic, sizeof(magic));
+	close(fd);
+	return got != (ssize_t)sizeof(magic) ? got < 0 : memcmp(magic, ELFMAG, SELFMAG) == 0;
+}
+
+static void interrupt_open(int signal)
+{
+	(void)signal;
+}
+
+/*
+ * While the core is read, and never while anything is printed: libdwfl
+ * open()s, blocking, each name the dynamic linker's list holds, read
+ * from the core's memory, where a damaged or crafted core may hold any
+ * path.  A FIFO there (or a device that waits) would keep tdstat core
+ * waiting forever; libtdstat_core checks only NT_FILE's names before
+ * libdwfl opens them.  A timer every second interrupts such an open
+ * (EINTR, no SA_RESTART): libdwfl takes that file as missing and goes
+ * on.  Nothing else the reading does can block (its preads retry on
+ * EINTR); output is not interrupted, as a write to a full pipe would be.
+ */
+static void blocking_opens_interrupted(bool on)
+{
+	struct sigaction action = { .sa_handler = on ? interrupt_open : SIG_DFL };
+	struct itimerval timer = { .it_value.tv_sec = on, .it_interval.tv_sec = on };
+
+	/* Armed after the handler, disarmed before it goes: a SIGALRM
+	 * never meets the default action, which ends the process. */
+	sigemptyset(&action.sa_mask);
+	if (on)
+		sigaction(SIGALRM, &action, NULL);
+	setitimer(ITIMER_REAL, &timer, NULL);
+	if (!on)
+		sigaction(SIGALRM, &action, NULL);
+}
+
+/* What tdstat_sync_print's failure is explained with (-s). */
+struct sync_context {
+	struct ps_prochandle *core;
+	const struct tdcore_process *process;
+	const char *path;
+};
+
+/* A core cannot have tracking turned on after the fact, and libc_db's
+ * failures on it are the core's (its memory, its files), as for the
+ * process line: never a bare td_err_e. */
+static void explain_sync(td_err_e err, const void *context)
+{
+	const struct sync_context *sync = context;
+
+	if (err == TD_NOCAPAB)
+		tdstat_error("%s: per-object tracking was off in process %d at the dump (or its shim had none), so the "
+			     "core holds no objects' statistics; start the program with TDSTAT_SYNC_TRACKING=1, or "
+			     "turn it on with `tdstat sync enable PID` while it runs",
+			     sync->path, (int)sync->process->pid);
+	else
+		explain_agent(err, sync->core, sync->process, sync->path);
+}
+
+/*
+ * Slack for the check below: the anchor is the wall clock at the
+ * window's start, so a clock set back since then puts the records'
+ * end after the dump by as much.
+ */
+#define CLOCK_SET_BACK_NS (3600 * UINT64_C(1000000000))
+
+/*
+ * Whether the records end after the core file was written, by more
+ * than the slack: the window of a core ends at its latest stamp
+ * (ps_image.h), so one stamp a stray write made huge stretches the
+ * window to years and every average to nothing, printed as measured.
+ * A live reader's clock bounds the stamps; a core's bound is its file's
+ * time (a copy's is later still).  *after_s: by how much.
+ */
+static bool records_end_after_dump(const char *core_path, const td_ta_stats_ns_t *stats, double *after_s)
+{
+	uint64_t end, written;
+	struct stat info;
+
+	/* No anchor (ABI 2.0, or none written): nothing to compare with. */
+	if (stats->window_start_realtime_ns == 0 || stats->snapshot_ns < stats->window_start_ns ||
+	    stat(core_path, &info) != 0 || info.st_mtim.tv_sec < 0)
+		return false;
+	written = (uint64_t)info.st_mtim.tv_sec * 1000000000u + (uint64_t)info.st_mtim.tv_nsec;
+	if (__builtin_add_overflow(stats->window_start_realtime_ns, stats->snapshot_ns - stats->window_start_ns, &end)) {
+		*after_s = INFINITY;
+		return true;
+	}
+	if (end <= written || end - written <= CLOCK_SET_BACK_NS)
+		return false;
+	*after_s = (double)(end - written) / 1e9;
+	return true;
 }
 
 /* Text only: what the core is, before the usual header and row (the
@@ -111,19 +224,20 @@ static void print(const struct tdstat_core_options *options, const td_thragent_t
 		for (size_t i = 0; i < thread_count; i++)
 			threads[i].pid = process->pid;
 	}
+	td_err_e err = TD_OK;
+
 	if (options->objects) {
 		object_count = tdstat_object_rows(0, symbolizer, NULL, reading, &objects);
 		for (size_t i = 0; i < object_count; i++)
 			objects[i].pid = process->pid;
 		/* Owners and waiters at the dump (no thread names: /proc of
 		 * the core's PID is another process now, if any). */
-		td_err_e err = tdstat_waitfor_read(agent, process->pid, 0, symbolizer, &graph);
-
+		err = tdstat_waitfor_read(agent, process->pid, 0, symbolizer, &graph);
 		have_graph = err == TD_OK;
-		if (!have_graph)
-			tdstat_error("%s: the owners and waiters could not be read (td_err_e %d)", options->core_path,
-				     (int)err);
 	}
+	blocking_opens_interrupted(false);
+	if (!have_graph && options->objects)
+		tdstat_error("%s: the owners and waiters could not be read (td_err_e %d)", options->core_path, (int)err);
 	tdstat_output_init(&output, options->format, stdout, TDSTAT_OUTPUT_LIVE);
 	output.threads = options->threads;
 	output.objects = options->objects;
@@ -158,6 +272,18 @@ int tdstat_core(const struct tdstat_core_options *options)
 	td_err_e err;
 	int result = TDSTAT_EXIT_FAILURE;
 
+	/* A directory, a device or a FIFO: tdcore_open refuses it with
+	 * EINVAL, whose text ("Invalid argument") names no cause. */
+	if (options->core_path) {
+		struct stat info;
+
+		if (stat(options->core_path, &info) == 0 && !S_ISREG(info.st_mode)) {
+			tdstat_error("%s is %s, not a core file; give a core dump (from the kernel or gdb's gcore)",
+				     options->core_path, S_ISDIR(info.st_mode) ? "a directory" :
+				     S_ISFIFO(info.st_mode) ? "a FIFO" : "a device or a socket");
+			return TDSTAT_EXIT_FAILURE;
+		}
+	}
 	/* Said here, naming the file: tdcore_open refuses it too, but its
 	 * explanation names the core. */
 	if (options->executable_path) {
@@ -173,10 +299,21 @@ int tdstat_core(const struct tdstat_core_options *options)
 				     options->executable_path);
 			return TDSTAT_EXIT_FAILURE;
 		}
+		/* libdwfl passes over a file that is no ELF image without a
+		 * word: the command line was mistyped, say so. */
+		if (!is_elf(options->executable_path)) {
+			tdstat_error("%s is not an ELF file; give the program the core was dumped from as EXECUTABLE, "
+				     "or none (the core names it)", options->executable_path);
+			return TDSTAT_EXIT_FAILURE;
+		}
 	}
+	blocking_opens_interrupted(true);
 	status = tdcore_open(options->core_path, options->executable_path, &core);
 	if (status != TDCORE_OK) {
-		explain_open(status, options->core_path, errno);
+		int error = errno;
+
+		blocking_opens_interrupted(false);
+		explain_open(status, options->core_path, error);
 		return TDSTAT_EXIT_FAILURE;
 	}
 	tdcore_process(core, &process);
@@ -187,7 +324,10 @@ int tdstat_core(const struct tdstat_core_options *options)
 		struct tdstat_symbolizer *symbolizer =
 			tdstat_symbolizer_open_core(options->core_path, options->executable_path);
 
-		result = tdstat_sync_print(agent, process.pid, symbolizer, options->format, options->core_path);
+		blocking_opens_interrupted(false);
+		struct sync_context context = { .core = core, .process = &process, .path = options->core_path };
+
+		result = tdstat_sync_print(agent, process.pid, symbolizer, options->format, explain_sync, &context);
 		tdstat_symbolizer_close(symbolizer);
 		td_ta_delete(agent);
 		tdcore_close(core);
@@ -196,8 +336,19 @@ int tdstat_core(const struct tdstat_core_options *options)
 	/* The process line and the threads from one walk. */
 	if (err == TD_OK)
 		err = tdstat_reading_threads(agent, &reading);
+	double after_s;
+	bool ends_after = err == TD_OK && records_end_after_dump(options->core_path, &reading.stats, &after_s);
+
+	/* print() disarms it once the rows are read. */
+	if (err != TD_OK || ends_after)
+		blocking_opens_interrupted(false);
 	if (err != TD_OK) {
 		explain_agent(err, core, &process, options->core_path);
+	} else if (ends_after) {
+		tdstat_error("the statistics region in %s is damaged: its records end %.0f s after the core file was "
+			     "written (a stray write in the program, or the wall clock set back since the window began), "
+			     "so its figures would be wrong; dump the process again", options->core_path, after_s);
+		tdstat_reading_free(&reading);
 	} else {
 		tdstat_interval_compute(&interval, process.pid, NULL, &reading.stats);
 		/* NT_PRPSINFO's name, printable ASCII already (ps_core.h). */

@@ -176,11 +176,22 @@ static int option_error(int option, const char *argument)
 }
 
 /* -s PID: the rows once (the other options of live mode do not apply). */
+static void explain_sync(td_err_e err, const void *context)
+{
+	const struct tdstat_target *target = context;
+
+	if (err == TD_NOCAPAB)
+		tdstat_error("process %d: per-object tracking is off (turn it on with `tdstat sync enable PID` or "
+			     "TDSTAT_SYNC_TRACKING=1), or its shim has none",
+			     (int)target->pid);
+	else
+		tdstat_target_explain(target, err);
+}
+
 static int main_sync_show(const struct tdstat_watch_options *options)
 {
 	struct tdstat_symbolizer *symbolizer;
 	struct tdstat_target target;
-	char what[32];
 	int status;
 
 	if (options->threads || options->objects || options->plot_path || options->count ||
@@ -189,8 +200,7 @@ static int main_sync_show(const struct tdstat_watch_options *options)
 	if (tdstat_target_open(&target, options->pid) < 0)
 		return TDSTAT_EXIT_FAILURE;
 	symbolizer = tdstat_symbolizer_open(options->pid);
-	snprintf(what, sizeof(what), "process %d", (int)options->pid);
-	status = tdstat_sync_print(target.agent, options->pid, symbolizer, options->format, what);
+	status = tdstat_sync_print(target.agent, options->pid, symbolizer, options->format, explain_sync, &target);
 	tdstat_symbolizer_close(symbolizer);
 	tdstat_target_close(&target);
 	return status;

@@ -136,7 +136,8 @@ td_err_e tdstat_sync_table(const td_thragent_t *agent, pid_t pid, struct tdstat_
 }
 
 int tdstat_sync_print(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
-		      const struct tdstat_format *format, const char *what)
+		      const struct tdstat_format *format, void (*explain)(td_err_e err, const void *context),
+		      const void *context)
 {
 	struct tdstat_sync_stats_row *rows = NULL;
 	struct tdstat_sync_table_row table;
@@ -146,14 +147,9 @@ int tdstat_sync_print(const td_thragent_t *agent, pid_t pid, struct tdstat_symbo
 
 	if (err == TD_OK)
 		err = tdstat_sync_table(agent, pid, &table);
-	if (err == TD_NOCAPAB) {
-		tdstat_error("%s: per-object tracking is off (turn it on with `tdstat sync enable PID` or "
-			     "TDSTAT_SYNC_TRACKING=1), or its shim has none",
-			     what);
-		return TDSTAT_EXIT_FAILURE;
-	}
 	if (err != TD_OK) {
-		tdstat_error("%s: libc_db could not read the tracked objects (td_err_e %d)", what, (int)err);
+		free(rows);
+		explain(err, context);
 		return TDSTAT_EXIT_FAILURE;
 	}
 	tdstat_output_init(&output, format, stdout, TDSTAT_OUTPUT_LIVE);

@@ -448,9 +448,12 @@ td_err_e tdstat_sync_table(const td_thragent_t *agent, pid_t pid, struct tdstat_
  * names, tdstat_object_name). */
 int tdstat_sync_wait_kind(uint32_t type);
 /* Prints the rows of a target (-s), in `format`, then the table's line;
- * the exit status. */
+ * the exit status.  A failure is explain()ed, by the caller, who knows
+ * whether a live process or a core was read (the cause and the fix
+ * differ: tracking off is turned on in a live process, not in a core). */
 int tdstat_sync_print(const td_thragent_t *agent, pid_t pid, struct tdstat_symbolizer *symbolizer,
-		      const struct tdstat_format *format, const char *what);
+		      const struct tdstat_format *format, void (*explain)(td_err_e err, const void *context),
+		      const void *context);
 /* tdstat sync enable|disable PID. */
 int tdstat_sync_control(bool on, pid_t pid);
 

@@ -22,6 +22,10 @@ Scenarios (CTest label `debugger`):
                 reports
   hostile       truncated and corrupted cores: one error line, exit 1, never
                 a crash or a hang
+  crafted       cores of the parked program (with the shim) whose notes,
+                headers or region lie in ways the checks of `hostile` pass:
+                each gives one error line and exit 1, never a wrong figure
+                printed as measured, a crash or a hang
 
 Every gdb and tdstat run has a timeout; every program started is killed.
 """
@@ -429,6 +433,233 @@ def scenario_hostile(args, work):
           "a gcore cut in half", result.stdout)
 
 
+def core_notes(data):
+    """(offset of the descriptor, its size, type, name) of every note."""
+    _, _, _, _, spans = load_segments(data)
+    out = []
+    for start, size, _ in spans:
+        at = start
+        while at + 12 <= start + size:
+            namesz, descsz, kind = struct.unpack_from("<III", data, at)
+            name = data[at + 12:at + 12 + namesz]
+            desc = at + 12 + ((namesz + 3) & ~3)
+            out.append((desc, descsz, kind, name))
+            at = desc + ((descsz + 3) & ~3)
+    return out
+
+
+NT_PRSTATUS, NT_AUXV, NT_FILE, AT_PAGESZ = 1, 6, 0x46494C45, 6
+PRSTATUS_PPID, PRSTATUS_UTIME = 36, 48  # x86-64 and aarch64 prstatus_t
+
+
+def crafted_cpu(data, seconds, microseconds):
+    """Every NT_PRSTATUS made a kernel's (parent, group, session set)
+    with this user time."""
+    copy = bytearray(data)
+    for desc, _, kind, name in core_notes(data):
+        if kind == NT_PRSTATUS and name == b"CORE\0":
+            struct.pack_into("<iii", copy, desc + PRSTATUS_PPID, 1, 1, 1)
+            struct.pack_into("<qq", copy, desc + PRSTATUS_UTIME, seconds, microseconds)
+    return bytes(copy)
+
+
+def crafted_loads(data, count, elf_every=0):
+    """The core with count more PT_LOADs of one page each, at addresses
+    nothing else uses, in a program header table moved to the end; every
+    elf_every-th of them holds the program's ELF header (the core's first
+    PT_LOAD: libdwfl reports a module there), the others a page of zeros."""
+    phoff, phentsize, phnum, loads, _ = load_segments(data)
+    header = min(loads, key=lambda load: load[1])[0]
+    check(data[header:header + 4] == b"\x7fELF", "the core's first segment is no ELF header")
+    zeros = len(data)
+    copy = bytearray(data) + bytes(4096)
+    table = bytearray(data[phoff:phoff + phnum * phentsize])
+    for i in range(count):
+        offset = header if elf_every and i % elf_every == 0 else zeros
+        table += struct.pack("<IIQQQQQQ", 1, 4, offset, 0x100000000000 + i * 0x2000, 0, 4096, 4096, 1)
+    total = phnum + count
+    struct.pack_into("<Q", copy, 0x20, len(copy))
+    if total >= 0xffff:
+        # Extended numbering: the count in section 0's sh_info.
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        check(shoff != 0, "the gcore has no section header for extended numbering")
+        struct.pack_into("<H", copy, 0x38, 0xffff)
+        struct.pack_into("<I", copy, shoff + 44, total)
+    else:
+        struct.pack_into("<H", copy, 0x38, total)
+    return bytes(copy + table)
+
+
+REGION_MAGIC = struct.pack("<Q", 0x0152746174736474)  # include/tdstat/region.h
+REGION_SIZE, REGION_RECORDS_OFFSET, REGION_WINDOW_START = 16, 24, 192  # struct tdstat_region_header
+RECORD_PENDING = 8                                     # struct tdstat_record
+
+
+def region_at(data):
+    """The file offsets of the statistics region (found by its magic,
+    64-byte aligned) and of the end of the segment that holds it."""
+    _, _, _, loads, _ = load_segments(data)
+    for offset, vaddr, filesz in loads:
+        at = data.find(REGION_MAGIC, offset, offset + filesz)
+        while at >= 0 and (vaddr + at - offset) % 64 != 0:
+            at = data.find(REGION_MAGIC, at + 1, offset + filesz)
+        if at >= 0:
+            return at, offset + filesz
+    raise Failure("no statistics region in the core")
+
+
+def crafted_region_stamp(data, stamp):
+    """The core with the first record's pending stamp set to
+    stamp(window start)."""
+    at, end = region_at(data)
+    records, = struct.unpack_from("<I", data, at + REGION_RECORDS_OFFSET)
+    start, = struct.unpack_from("<Q", data, at + REGION_WINDOW_START)
+    check(at + records + RECORD_PENDING + 8 <= end, "the first record is not in the header's segment")
+    copy = bytearray(data)
+    struct.pack_into("<Q", copy, at + records + RECORD_PENDING, stamp(start))
+    return bytes(copy)
+
+
+def crafted_file_notes(data, copies):
+    """The core with copies more PT_NOTEs, each the same NT_FILE of 1 MB
+    (names of files that do not exist), after the core's own."""
+    count = 25000
+    desc = struct.pack("<QQ", count, 4096)
+    desc += b"".join(struct.pack("<QQQ", 0x300000000000 + i * 4096, 0x300000000000 + (i + 1) * 4096, 0)
+                     for i in range(count))
+    desc += b"".join(b"/nonexistent/f%05d\0" % i for i in range(count))
+    desc += bytes(-len(desc) % 4)
+    note = struct.pack("<III", 5, len(desc), NT_FILE) + b"CORE\0\0\0\0" + desc
+    phoff, phentsize, phnum, _, _ = load_segments(data)
+    copy = bytearray(data)
+    note_at = len(copy)
+    copy += note
+    table = data[phoff:phoff + phnum * phentsize] + struct.pack("<IIQQQQQQ", 4, 0, note_at, 0, 0, len(note), 0, 4) * copies
+    struct.pack_into("<Q", copy, 0x20, len(copy))
+    struct.pack_into("<H", copy, 0x38, phnum + copies)
+    return bytes(copy + table)
+
+
+def crafted_extra_note(data, note):
+    """The core with one more PT_NOTE, after its own, holding note."""
+    phoff, phentsize, phnum, _, _ = load_segments(data)
+    copy = bytearray(data)
+    note_at = len(copy)
+    copy += note
+    table = data[phoff:phoff + phnum * phentsize] + struct.pack("<IIQQQQQQ", 4, 0, note_at, 0, 0, len(note), 0, 4)
+    struct.pack_into("<Q", copy, 0x20, len(copy))
+    struct.pack_into("<H", copy, 0x38, phnum + 1)
+    return bytes(copy + table)
+
+
+def check_crafted(args, work, name, data, expected, seconds=TIMEOUT):
+    path = os.path.join(work, "crafted")
+    with open(path, "wb") as f:
+        f.write(data)
+    start = time.monotonic()
+    result = check_hostile(args, path, name)
+    took = time.monotonic() - start
+    check(result.returncode == 1 and expected in result.stdout,
+          "%s: expected exit 1 and '%s'" % (name, expected), result.stdout)
+    check(took < seconds, "%s: refused after %.1f s, not at once" % (name, took), result.stdout)
+
+
+def scenario_crafted(args, work):
+    with Parked(args) as parked:
+        prefix = os.path.join(work, "parked")
+        result = run(["timeout", str(TIMEOUT), "gcore", "-o", prefix, str(parked.pid)])
+        check(result.returncode == 0, "gcore failed", result.stdout)
+    core = "%s.%d" % (prefix, parked.pid)
+    with open(core, "rb") as f:
+        data = f.read()
+    os.unlink(core)
+    # A CPU time past 64-bit nanoseconds (no kernel writes one) wrapped
+    # to a small figure printed as measured, and a microsecond field out
+    # of range was read as no time at all.
+    sane = crafted_cpu(data, 2, 500000)
+    path = os.path.join(work, "crafted")
+    with open(path, "wb") as f:
+        f.write(sane)
+    result = tdstat_core(args, path)
+    check(result.returncode == 0 and "CPU time 2.500 s" in result.stdout,
+          "a kernel-like note's CPU time is read", result.stdout)
+    for name, seconds, microseconds in [("cpu-wraps", 1 << 62, 0), ("cpu-usec-out-of-range", 1, 1000000),
+                                        ("cpu-negative", -1, 0)]:
+        check_crafted(args, work, name, crafted_cpu(data, seconds, microseconds), "truncated or damaged")
+    # libdwfl's time is quadratic in the segments and in the modules
+    # found in them: 2^20 segments kept tdstat core busy for many
+    # minutes.  Past the bounds the core is refused before libdwfl sees it.
+    many = crafted_loads(data, 300000)
+    check_crafted(args, work, "segments-300000", many, "holds more than tdstat reads", seconds=10)
+    check_crafted(args, work, "elf-headers-5000", crafted_loads(data, 5000, elf_every=1),
+                  "holds more than tdstat reads", seconds=10)
+    # One stamp of the region made huge by a stray write: the window of a
+    # core ends at its latest stamp, so it ran to 255 years and printed
+    # every average as near nothing (exit 0).  The records may not end
+    # after the core file was written.
+    for name, stamp in [("pending-huge", lambda start: 0x7000000000000000),
+                        ("pending-3h-late", lambda start: start + 3 * 3600 * 10**9)]:
+        check_crafted(args, work, name, crafted_region_stamp(data, stamp), "statistics region")
+    # A region whose header lies (region_size below the header's own):
+    # the error names the likely cause and what to do.
+    copy = bytearray(data)
+    struct.pack_into("<Q", copy, region_at(data)[0] + REGION_SIZE, 64)
+    check_crafted(args, work, "region-size-64", bytes(copy), "find the stray write")
+    # One word of NT_AUXV (the page size) made all ones: libdwfl then
+    # finds no module, and the shim's symbol is not found.  The core's
+    # NT_FILE names the shim: "the process had not loaded libtdshim.so"
+    # (and "start it with tdstat run") was false; the core is damaged.
+    copy = bytearray(data)
+    auxv = [(desc, size) for desc, size, kind, name in core_notes(data) if kind == NT_AUXV and name == b"CORE\0"]
+    check(len(auxv) == 1, "the gcore has no NT_AUXV")
+    for at in range(auxv[0][0], auxv[0][0] + auxv[0][1], 16):
+        if struct.unpack_from("<Q", copy, at)[0] == AT_PAGESZ:
+            struct.pack_into("<Q", copy, at + 8, (1 << 64) - 1)
+    check_crafted(args, work, "auxv-pagesz-ones", bytes(copy), "truncated or damaged")
+    # A thread's NT_PRSTATUS repeated (in a PT_NOTE after the core's
+    # own): "6 threads in the core" of five, printed as read.
+    prstatus = [(desc, size) for desc, size, kind, name in core_notes(data)
+                if kind == NT_PRSTATUS and name == b"CORE\0"][0]
+    note = data[prstatus[0] - 20:prstatus[0] + prstatus[1]]
+    check_crafted(args, work, "prstatus-twice", crafted_extra_note(data, note), "truncated or damaged")
+    # libdwfl reads NT_FILE in the first PT_NOTE only; its names were
+    # checked (a stat() each) in every PT_NOTE: 900 more PT_NOTEs all
+    # naming one NT_FILE of 1 MB took 20 s (the notes stay under 1 GiB).
+    with open(path, "wb") as f:
+        f.write(crafted_file_notes(data, 900))
+    start = time.monotonic()
+    result = tdstat_core(args, path)
+    took = time.monotonic() - start
+    check(result.returncode == 0 and took < 10, "900 PT_NOTEs naming one big NT_FILE: %.1f s" % took, result.stdout)
+    # -s on a core: tracking cannot be turned on in a core, and a region
+    # partly left out of it is the core's failure, said as for the
+    # process line (not "td_err_e 15", not "tdstat sync enable PID").
+    with open(path, "wb") as f:
+        f.write(data)
+    result = tdstat_core(args, path, "-s")
+    check(result.returncode == 1 and "at the dump" in result.stdout and "TDSTAT_SYNC_TRACKING=1" in result.stdout,
+          "-s on a core without tracking", result.stdout)
+    at, _ = region_at(data)
+    phoff, phentsize, phnum, _, _ = load_segments(data)
+    copy = bytearray(data)
+    for i in range(phnum):
+        entry = phoff + i * phentsize
+        p_type, _, offset, vaddr, _, filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data, entry)
+        if p_type == 1 and offset <= at < offset + filesz:
+            struct.pack_into("<Q", copy, entry + 32, at - offset + 4096)  # the header, not the records
+    with open(path, "wb") as f:
+        f.write(copy)
+    result = tdstat_core(args, path, "-s")
+    check(result.returncode == 1 and "not in the core" in result.stdout,
+          "-s on a core without the region's records", result.stdout)
+    # Below them, a core with many segments is still read.
+    with open(path, "wb") as f:
+        f.write(crafted_loads(data, 20000, elf_every=10))
+    result = tdstat_core(args, path)
+    check(result.returncode == 0 and "5 threads in the core" in result.stdout,
+          "a core with 20000 more segments, 2000 of them ELF headers, is read", result.stdout)
+
+
 SCENARIOS = {
     "gcore": scenario_gcore,
     "kernel-core": scenario_kernel_core,
@@ -436,6 +667,7 @@ SCENARIOS = {
     "started": scenario_started,
     "control": scenario_control,
     "hostile": scenario_hostile,
+    "crafted": scenario_crafted,
 }
 
 
