@@ -19,6 +19,9 @@
  * thread before the dlopen: module_joined, live_after).
  * async_in_handler (threads that allocate turn asynchronous cancellation
  * on and off in a signal handler, as glibc allows: all_joined, live_after).
+ * exit_in_handler_at_start (a signal sent right after pthread_create,
+ * whose handler calls pthread_exit before the shim's trampoline runs:
+ * all_joined, exited_before_start, live_after).
  *
  * Prints live_before, live_after_create (just after pthread_create
  * returned), tid_recorded (the thread found its own record with its tid),
@@ -316,6 +319,46 @@ static int async_in_handler(int live_before)
 	return 0;
 }
 
+static void exit_at_start(int signal)
+{
+	pthread_exit((void *)44);
+}
+
+static int started_bodies;
+
+static void *counts_start(void *unused)
+{
+	__atomic_add_fetch(&started_bodies, 1, __ATOMIC_SEQ_CST);
+	return (void *)42;
+}
+
+/* A signal sent right after pthread_create lands in glibc's start_thread,
+ * which unblocks signals before it calls the start routine: the handler's
+ * pthread_exit ends the thread before the shim's trampoline ran. */
+static int exit_in_handler_at_start(int live_before)
+{
+	enum { THREADS = 50 };
+	struct sigaction action = { .sa_handler = exit_at_start };
+	int joined = 0, exited_in_handler = 0;
+
+	sigaction(SIGUSR1, &action, NULL);
+	for (int i = 0; i < THREADS; i++) {
+		pthread_t thread;
+		void *result = NULL;
+
+		if (pthread_create(&thread, NULL, counts_start, NULL) != 0)
+			fx_die("pthread_create failed");
+		pthread_kill(thread, SIGUSR1);
+		joined += pthread_join(thread, &result) == 0;
+		exited_in_handler += result == (void *)44;
+	}
+	printf("all_joined=%d\n", joined == THREADS);
+	printf("exited_before_start=%d\n",
+	       exited_in_handler > 0 && __atomic_load_n(&started_bodies, __ATOMIC_SEQ_CST) < THREADS);
+	printf("live_after=%d\n", fx_live_records() - live_before);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *(*body)(void *) = NULL;
@@ -350,6 +393,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(how, "async_in_handler"))
 		return async_in_handler(live_before);
+	if (!strcmp(how, "exit_in_handler_at_start"))
+		return exit_in_handler_at_start(live_before);
 	if (!strcmp(how, "return") || detached) {
 		body = returns;
 		expected = (void *)42;

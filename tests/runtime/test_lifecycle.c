@@ -139,3 +139,16 @@ Test(lifecycle, async_cancel_type_in_signal_handler)
 	rt_expect_int(&out, "live_after", 0);
 	rt_free(&out);
 }
+
+/* A signal handler's pthread_exit at the thread's very start, before the
+ * trampoline took the record its creator claimed: the record stayed
+ * RUNNABLE for good (live_after was the number of such threads). */
+Test(lifecycle, pthread_exit_in_handler_before_start)
+{
+	struct rt_output out = run("exit_in_handler_at_start");
+
+	rt_expect_int(&out, "all_joined", 1);
+	rt_expect_int(&out, "exited_before_start", 1);
+	rt_expect_int(&out, "live_after", 0);
+	rt_free(&out);
+}
