@@ -45,6 +45,8 @@ static __thread bool in_start_routine TDSHIM_TLS;
  * the descriptor's argument no longer says anything of this thread's (the
  * slot may start another thread), see abandon_unstarted_launch. */
 static __thread bool launch_taken TDSHIM_TLS;
+/* thread_entry's cleanup buffer while it stands (see entry_buffer_lost). */
+static __thread struct _pthread_cleanup_buffer *entry_buffer TDSHIM_TLS;
 
 static bool is_record_launch(const struct launch *launch)
 {
@@ -344,9 +346,48 @@ static void *thread_entry(void *argument)
 	struct _pthread_cleanup_buffer unwinding;
 
 	_pthread_cleanup_push(&unwinding, end_tracking_at_unwinding, NULL);
+	CMM_STORE_SHARED(entry_buffer, &unwinding);
 	void *result = trampoline(argument);
+	CMM_STORE_SHARED(entry_buffer, NULL);
 	_pthread_cleanup_pop(&unwinding, 0);
 	return result;
+}
+
+static void no_cleanup(void *unused)
+{
+}
+
+/*
+ * Whether glibc dropped thread_entry's buffer from the thread's list.  A
+ * longjmp runs and drops the buffers of the frames it leaves
+ * (__pthread_cleanup_upto), but when the jump starts on an alternate
+ * signal stack that lies inside the thread's own stack (a local array
+ * of the start routine's) and a buffer below it is left (a sem_wait's,
+ * the shim's or glibc's own), glibc takes that buffer for one already
+ * gone and empties the whole list, thread_entry's too.  An unwinding
+ * that then stops short of the trampoline ran nothing of the shim's, and
+ * the record stayed live.  The list is walked from its head (read by a
+ * push and pop of a buffer of our own) only through addresses between
+ * this frame and thread_entry's buffer, each older than the last: a head
+ * elsewhere (a handler's on another stack) counts as not lost.
+ */
+static bool entry_buffer_lost(void)
+{
+	struct _pthread_cleanup_buffer probe, *entry = CMM_LOAD_SHARED(entry_buffer);
+
+	if (!entry)
+		return false;
+	_pthread_cleanup_push(&probe, no_cleanup, NULL);
+	struct _pthread_cleanup_buffer *buffer = probe.__prev;
+	_pthread_cleanup_pop(&probe, 0);
+	for (uintptr_t floor = (uintptr_t)&probe; buffer != entry; buffer = buffer->__prev) {
+		if (!buffer)
+			return true;
+		if ((uintptr_t)buffer <= floor || (uintptr_t)buffer > (uintptr_t)entry)
+			return false;
+		floor = (uintptr_t)buffer;
+	}
+	return false;
 }
 
 static int create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*start_routine)(void *),
@@ -560,7 +601,7 @@ static void before_thread_exit(void)
 		return;
 	switch (trampoline_on_unwinding()) {
 	case TRAMPOLINE_NOT_REACHED:
-		if (!CMM_LOAD_SHARED(in_start_routine))
+		if (!CMM_LOAD_SHARED(in_start_routine) || entry_buffer_lost())
 			register_exit_hook(false);
 		break;
 	case TRAMPOLINE_PASSED:

@@ -22,6 +22,10 @@
  * exit_in_handler_at_start (a signal sent right after pthread_create,
  * whose handler calls pthread_exit before the shim's trampoline runs:
  * all_joined, exited_before_start, live_after).
+ * exit_no_unwind_after_altstack_jump (a signal handler on an alternate
+ * stack inside the thread's own siglongjmps out of sem_wait, then the
+ * thread calls pthread_exit from a frame without unwind tables: joined,
+ * live_after).
  *
  * Prints live_before, live_after_create (just after pthread_create
  * returned), tid_recorded (the thread found its own record with its tid),
@@ -38,6 +42,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,6 +364,55 @@ static int exit_in_handler_at_start(int live_before)
 	return 0;
 }
 
+static sigjmp_buf jump_target;
+static sem_t never_posted;
+static pid_t jumping_tid;
+
+static void jump_out(int signal)
+{
+	siglongjmp(jump_target, 1);
+}
+
+/* The alternate signal stack is a local array, inside the thread's own
+ * stack above sem_wait's frames: glibc's siglongjmp from there takes
+ * sem_wait's cleanup buffer for one already gone and empties the thread's
+ * list of them, thread_entry's buffer too. */
+static void *jumps_then_exits_without_unwind_tables(void *unused)
+{
+	char alternate[65536];
+	stack_t stack = { .ss_sp = alternate, .ss_size = sizeof(alternate) };
+
+	sigaltstack(&stack, NULL);
+	__atomic_store_n(&jumping_tid, fx_gettid(), __ATOMIC_SEQ_CST);
+	if (sigsetjmp(jump_target, 1) == 0)
+		sem_wait(&never_posted);
+	stack.ss_flags = SS_DISABLE;
+	sigaltstack(&stack, NULL);
+	lifecycle_exit_now_without_unwind_tables();
+	return NULL;
+}
+
+static int exit_no_unwind_after_altstack_jump(int live_before)
+{
+	struct sigaction action = { .sa_handler = jump_out, .sa_flags = SA_ONSTACK };
+	pthread_t thread;
+	void *result = NULL;
+	pid_t tid;
+
+	sigaction(SIGUSR1, &action, NULL);
+	sem_init(&never_posted, 0, 0);
+	if (pthread_create(&thread, NULL, jumps_then_exits_without_unwind_tables, NULL) != 0)
+		fx_die("pthread_create failed");
+	while (!(tid = __atomic_load_n(&jumping_tid, __ATOMIC_SEQ_CST)))
+		sched_yield();
+	if (!fx_wait_state(tid, TDSTAT_STATE_BLOCKED))
+		fx_die("the thread never blocked in sem_wait");
+	pthread_kill(thread, SIGUSR1);
+	printf("joined=%d\n", pthread_join(thread, &result) == 0 && result == (void *)45);
+	printf("live_after=%d\n", fx_live_records() - live_before);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *(*body)(void *) = NULL;
@@ -395,6 +449,8 @@ int main(int argc, char **argv)
 		return async_in_handler(live_before);
 	if (!strcmp(how, "exit_in_handler_at_start"))
 		return exit_in_handler_at_start(live_before);
+	if (!strcmp(how, "exit_no_unwind_after_altstack_jump"))
+		return exit_no_unwind_after_altstack_jump(live_before);
 	if (!strcmp(how, "return") || detached) {
 		body = returns;
 		expected = (void *)42;

@@ -152,3 +152,16 @@ Test(lifecycle, pthread_exit_in_handler_before_start)
 	rt_expect_int(&out, "live_after", 0);
 	rt_free(&out);
 }
+
+/* glibc's siglongjmp from an alternate signal stack inside the thread's
+ * own stack emptied the thread's list of cleanup buffers, thread_entry's
+ * too; a pthread_exit whose unwinding then stopped short of the
+ * trampoline left the record live (live_after was 1). */
+Test(lifecycle, pthread_exit_without_unwind_tables_after_altstack_jump)
+{
+	struct rt_output out = run("exit_no_unwind_after_altstack_jump");
+
+	rt_expect_int(&out, "joined", 1);
+	rt_expect_int(&out, "live_after", 0);
+	rt_free(&out);
+}
