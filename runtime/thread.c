@@ -41,6 +41,12 @@ static __thread bool exit_hook_registered TDSHIM_TLS;
  * routine, the one call its cleanup covers (see before_thread_exit), and
  * thread_entry's cleanup buffer is on glibc's list. */
 static __thread bool in_start_routine TDSHIM_TLS;
+/* Set once the trampoline has taken its launch's record: from then on
+ * the descriptor's argument no longer says anything of this thread's (the
+ * slot may start another thread), see abandon_unstarted_launch. */
+static __thread bool launch_taken TDSHIM_TLS;
+/* thread_entry's cleanup buffer while it stands (see entry_buffer_lost). */
+static __thread struct _pthread_cleanup_buffer *entry_buffer TDSHIM_TLS;
 
 static bool is_record_launch(const struct launch *launch)
 {
@@ -73,6 +79,10 @@ void tdshim_thread_hide_from_race_detectors(void)
  * tests: SIGSEGV before main).  Elsewhere, the system call.
  */
 static int32_t pthread_tid_offset = -1;
+/* Where glibc keeps the start routine in its descriptor, the argument
+ * right after it (struct pthread's start_routine and arg, the same since
+ * NPTL's start): _thread_db_pthread_start_routine.  -1 where unknown. */
+static int32_t pthread_start_routine_offset = -1;
 
 static const char *thread_descriptor(void)
 {
@@ -90,8 +100,12 @@ void tdshim_probe_thread_tid(void)
 {
 	const uint32_t *field = dlsym(RTLD_NEXT, "_thread_db_pthread_tid");
 	const uint32_t *size = dlsym(RTLD_NEXT, "_thread_db_sizeof_pthread");
+	const uint32_t *start = dlsym(RTLD_NEXT, "_thread_db_pthread_start_routine");
 	const char *self = thread_descriptor();
 
+	if (self && start && start[0] == 8 * sizeof(void *) && start[1] == 1 && start[2] % sizeof(void *) == 0 &&
+	    start[2] <= 65536 && (!size || start[2] + 2 * sizeof(void *) <= *size))
+		CMM_STORE_SHARED(pthread_start_routine_offset, (int32_t)start[2]);
 	if (!self || !field || field[0] != 8 * sizeof(pid_t) || field[1] != 1 || field[2] % sizeof(pid_t) != 0 ||
 	    field[2] > 65536 || (size && field[2] + sizeof(pid_t) > *size))
 		return;
@@ -300,6 +314,7 @@ static __attribute__((noinline)) void *trampoline(void *argument)
 		free(launch);
 		begin_tracking(NULL);
 	}
+	CMM_STORE_SHARED(launch_taken, true);
 	bool leaving __attribute__((cleanup(end_tracking_unless_hooked))) = true;
 	(void)leaving;
 	CMM_STORE_SHARED(in_start_routine, true);
@@ -331,9 +346,48 @@ static void *thread_entry(void *argument)
 	struct _pthread_cleanup_buffer unwinding;
 
 	_pthread_cleanup_push(&unwinding, end_tracking_at_unwinding, NULL);
+	CMM_STORE_SHARED(entry_buffer, &unwinding);
 	void *result = trampoline(argument);
+	CMM_STORE_SHARED(entry_buffer, NULL);
 	_pthread_cleanup_pop(&unwinding, 0);
 	return result;
+}
+
+static void no_cleanup(void *unused)
+{
+}
+
+/*
+ * Whether glibc dropped thread_entry's buffer from the thread's list.  A
+ * longjmp runs and drops the buffers of the frames it leaves
+ * (__pthread_cleanup_upto), but when the jump starts on an alternate
+ * signal stack that lies inside the thread's own stack (a local array
+ * of the start routine's) and a buffer below it is left (a sem_wait's,
+ * the shim's or glibc's own), glibc takes that buffer for one already
+ * gone and empties the whole list, thread_entry's too.  An unwinding
+ * that then stops short of the trampoline ran nothing of the shim's, and
+ * the record stayed live.  The list is walked from its head (read by a
+ * push and pop of a buffer of our own) only through addresses between
+ * this frame and thread_entry's buffer, each older than the last: a head
+ * elsewhere (a handler's on another stack) counts as not lost.
+ */
+static bool entry_buffer_lost(void)
+{
+	struct _pthread_cleanup_buffer probe, *entry = CMM_LOAD_SHARED(entry_buffer);
+
+	if (!entry)
+		return false;
+	_pthread_cleanup_push(&probe, no_cleanup, NULL);
+	struct _pthread_cleanup_buffer *buffer = probe.__prev;
+	_pthread_cleanup_pop(&probe, 0);
+	for (uintptr_t floor = (uintptr_t)&probe; buffer != entry; buffer = buffer->__prev) {
+		if (!buffer)
+			return true;
+		if ((uintptr_t)buffer <= floor || (uintptr_t)buffer > (uintptr_t)entry)
+			return false;
+		floor = (uintptr_t)buffer;
+	}
+	return false;
 }
 
 static int create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*start_routine)(void *),
@@ -503,6 +557,38 @@ static enum trampoline_unwinding trampoline_on_unwinding(void)
  * routine), the tracking ends here, before the handler's own cleanups:
  * end_tracking takes no lock and allocates nothing, where the hook would
  * allocate in a handler. */
+/*
+ * A thread that ends before its trampoline took the record its creator
+ * claimed for it: a signal handler's pthread_exit at the thread's very
+ * start (glibc's start_thread unblocks signals before it calls
+ * thread_entry, so a signal sent right after pthread_create lands there).
+ * Nothing of the shim's is on its stack yet, and the record stayed
+ * RUNNABLE for good, one more leaked with each such thread.  The launch
+ * is found where glibc keeps the start routine's argument, if the start
+ * routine is thread_entry; a record the thread has begun tracking in
+ * (the trampoline interrupted before launch_taken) ends the usual way.
+ * A heap launch (past capacity) is left: freeing it in a handler is not
+ * safe, and the trampoline may have freed it already.
+ */
+static void abandon_unstarted_launch(struct tdshim_thread *self)
+{
+	int32_t offset = CMM_LOAD_SHARED(pthread_start_routine_offset);
+	const char *descriptor = offset >= 0 ? thread_descriptor() : NULL;
+
+	if (!descriptor || CMM_LOAD_SHARED(launch_taken))
+		return;
+	void *const *fields = (void *const *)(descriptor + offset);
+	if (fields[0] != (void *)thread_entry || !is_record_launch(fields[1]))
+		return;
+	struct tdstat_record *record = &tdstat_region.records[(const struct launch *)fields[1] - launches];
+
+	CMM_STORE_SHARED(launch_taken, true);
+	if (self->record == record)
+		return;
+	tdshim_record_set_state(record, TDSTAT_STATE_FREE);
+	tdshim_slot_release(record);
+}
+
 static void before_thread_exit(void)
 {
 	tdshim_ensure_init();
@@ -510,11 +596,12 @@ static void before_thread_exit(void)
 		end_tracking();
 		return;
 	}
+	abandon_unstarted_launch(&tdshim_self);
 	if (!tracked_without_hook())
 		return;
 	switch (trampoline_on_unwinding()) {
 	case TRAMPOLINE_NOT_REACHED:
-		if (!CMM_LOAD_SHARED(in_start_routine))
+		if (!CMM_LOAD_SHARED(in_start_routine) || entry_buffer_lost())
 			register_exit_hook(false);
 		break;
 	case TRAMPOLINE_PASSED:

@@ -19,6 +19,13 @@
  * thread before the dlopen: module_joined, live_after).
  * async_in_handler (threads that allocate turn asynchronous cancellation
  * on and off in a signal handler, as glibc allows: all_joined, live_after).
+ * exit_in_handler_at_start (a signal sent right after pthread_create,
+ * whose handler calls pthread_exit before the shim's trampoline runs:
+ * all_joined, exited_before_start, live_after).
+ * exit_no_unwind_after_altstack_jump (a signal handler on an alternate
+ * stack inside the thread's own siglongjmps out of sem_wait, then the
+ * thread calls pthread_exit from a frame without unwind tables: joined,
+ * live_after).
  *
  * Prints live_before, live_after_create (just after pthread_create
  * returned), tid_recorded (the thread found its own record with its tid),
@@ -35,6 +42,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,6 +324,95 @@ static int async_in_handler(int live_before)
 	return 0;
 }
 
+static void exit_at_start(int signal)
+{
+	pthread_exit((void *)44);
+}
+
+static int started_bodies;
+
+static void *counts_start(void *unused)
+{
+	__atomic_add_fetch(&started_bodies, 1, __ATOMIC_SEQ_CST);
+	return (void *)42;
+}
+
+/* A signal sent right after pthread_create lands in glibc's start_thread,
+ * which unblocks signals before it calls the start routine: the handler's
+ * pthread_exit ends the thread before the shim's trampoline ran. */
+static int exit_in_handler_at_start(int live_before)
+{
+	enum { THREADS = 50 };
+	struct sigaction action = { .sa_handler = exit_at_start };
+	int joined = 0, exited_in_handler = 0;
+
+	sigaction(SIGUSR1, &action, NULL);
+	for (int i = 0; i < THREADS; i++) {
+		pthread_t thread;
+		void *result = NULL;
+
+		if (pthread_create(&thread, NULL, counts_start, NULL) != 0)
+			fx_die("pthread_create failed");
+		pthread_kill(thread, SIGUSR1);
+		joined += pthread_join(thread, &result) == 0;
+		exited_in_handler += result == (void *)44;
+	}
+	printf("all_joined=%d\n", joined == THREADS);
+	printf("exited_before_start=%d\n",
+	       exited_in_handler > 0 && __atomic_load_n(&started_bodies, __ATOMIC_SEQ_CST) < THREADS);
+	printf("live_after=%d\n", fx_live_records() - live_before);
+	return 0;
+}
+
+static sigjmp_buf jump_target;
+static sem_t never_posted;
+static pid_t jumping_tid;
+
+static void jump_out(int signal)
+{
+	siglongjmp(jump_target, 1);
+}
+
+/* The alternate signal stack is a local array, inside the thread's own
+ * stack above sem_wait's frames: glibc's siglongjmp from there takes
+ * sem_wait's cleanup buffer for one already gone and empties the thread's
+ * list of them, thread_entry's buffer too. */
+static void *jumps_then_exits_without_unwind_tables(void *unused)
+{
+	char alternate[65536];
+	stack_t stack = { .ss_sp = alternate, .ss_size = sizeof(alternate) };
+
+	sigaltstack(&stack, NULL);
+	__atomic_store_n(&jumping_tid, fx_gettid(), __ATOMIC_SEQ_CST);
+	if (sigsetjmp(jump_target, 1) == 0)
+		sem_wait(&never_posted);
+	stack.ss_flags = SS_DISABLE;
+	sigaltstack(&stack, NULL);
+	lifecycle_exit_now_without_unwind_tables();
+	return NULL;
+}
+
+static int exit_no_unwind_after_altstack_jump(int live_before)
+{
+	struct sigaction action = { .sa_handler = jump_out, .sa_flags = SA_ONSTACK };
+	pthread_t thread;
+	void *result = NULL;
+	pid_t tid;
+
+	sigaction(SIGUSR1, &action, NULL);
+	sem_init(&never_posted, 0, 0);
+	if (pthread_create(&thread, NULL, jumps_then_exits_without_unwind_tables, NULL) != 0)
+		fx_die("pthread_create failed");
+	while (!(tid = __atomic_load_n(&jumping_tid, __ATOMIC_SEQ_CST)))
+		sched_yield();
+	if (!fx_wait_state(tid, TDSTAT_STATE_BLOCKED))
+		fx_die("the thread never blocked in sem_wait");
+	pthread_kill(thread, SIGUSR1);
+	printf("joined=%d\n", pthread_join(thread, &result) == 0 && result == (void *)45);
+	printf("live_after=%d\n", fx_live_records() - live_before);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *(*body)(void *) = NULL;
@@ -350,6 +447,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(how, "async_in_handler"))
 		return async_in_handler(live_before);
+	if (!strcmp(how, "exit_in_handler_at_start"))
+		return exit_in_handler_at_start(live_before);
+	if (!strcmp(how, "exit_no_unwind_after_altstack_jump"))
+		return exit_no_unwind_after_altstack_jump(live_before);
 	if (!strcmp(how, "return") || detached) {
 		body = returns;
 		expected = (void *)42;

@@ -12,5 +12,6 @@ void *lifecycle_exits_without_unwind_tables(void *arg);
 void *lifecycle_thrd_exits_without_unwind_tables(void *arg);
 void *lifecycle_cancel_without_unwind_tables(void *arg);
 void *lifecycle_async_cancel_without_unwind_tables(void *arg);
+void lifecycle_exit_now_without_unwind_tables(void);
 
 #endif

@@ -139,3 +139,29 @@ Test(lifecycle, async_cancel_type_in_signal_handler)
 	rt_expect_int(&out, "live_after", 0);
 	rt_free(&out);
 }
+
+/* A signal handler's pthread_exit at the thread's very start, before the
+ * trampoline took the record its creator claimed: the record stayed
+ * RUNNABLE for good (live_after was the number of such threads). */
+Test(lifecycle, pthread_exit_in_handler_before_start)
+{
+	struct rt_output out = run("exit_in_handler_at_start");
+
+	rt_expect_int(&out, "all_joined", 1);
+	rt_expect_int(&out, "exited_before_start", 1);
+	rt_expect_int(&out, "live_after", 0);
+	rt_free(&out);
+}
+
+/* glibc's siglongjmp from an alternate signal stack inside the thread's
+ * own stack emptied the thread's list of cleanup buffers, thread_entry's
+ * too; a pthread_exit whose unwinding then stopped short of the
+ * trampoline left the record live (live_after was 1). */
+Test(lifecycle, pthread_exit_without_unwind_tables_after_altstack_jump)
+{
+	struct rt_output out = run("exit_no_unwind_after_altstack_jump");
+
+	rt_expect_int(&out, "joined", 1);
+	rt_expect_int(&out, "live_after", 0);
+	rt_free(&out);
+}
