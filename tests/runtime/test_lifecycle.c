@@ -145,6 +145,12 @@ Test(lifecycle, async_cancel_type_in_signal_handler)
  * RUNNABLE for good (live_after was the number of such threads). */
 Test(lifecycle, pthread_exit_in_handler_before_start)
 {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* The sanitizer's pthread_create, after the shim's, starts the
+	 * thread in its own routine: glibc's descriptor names that, not
+	 * thread_entry, and the launch cannot be found there. */
+	cr_skip_test("a sanitizer's pthread_create starts the thread in its own routine");
+#endif
 	struct rt_output out = run("exit_in_handler_at_start");
 
 	rt_expect_int(&out, "all_joined", 1);
