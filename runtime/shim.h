@@ -345,6 +345,14 @@ struct tdshim_wait_scope {
 	uint64_t sample_cpu_ns; /* a sampled wait: the thread's CPU clock ... */
 	uint64_t sample_wall_ns; /* ... and the monotonic clock at its start */
 };
+/* glibc's cleanup buffers of the first kind (pthread_cleanup_push before
+ * glibc 2.3.3, exported still and used inside libc; a list in the
+ * thread's descriptor, no allocation, no lock): glibc's unwinding
+ * runs them in its stop function whatever the frames' personality
+ * routines do (thread_entry in thread.c, semaphore_wait_sleeping in
+ * wrap_sync.c). */
+void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer, void (*routine)(void *), void *argument);
+void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int execute);
 void tdshim_wait_begin(struct tdshim_wait_scope *scope);
 void tdshim_wait_end(struct tdshim_wait_scope *scope);
 /* Ends the outermost scope (NULL: a scope whose frame is gone, with no

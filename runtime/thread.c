@@ -222,12 +222,6 @@ static void end_tracking_at_unwinding(void *unused)
 		end_tracking();
 }
 
-/* glibc's cleanup buffers of the first kind (pthread_cleanup_push before
- * glibc 2.3.3, exported still and used inside libc): a list in the
- * thread's descriptor, no allocation, no lock. */
-void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer, void (*routine)(void *), void *argument);
-void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int execute);
-
 /* Runs in the thread itself, first thing, on the record its creator (or
  * adopt) claimed. */
 static void begin_tracking(struct tdstat_record *record)

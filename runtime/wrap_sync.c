@@ -832,8 +832,6 @@ static void semaphore_unregister(void *registered)
 		uatomic_add(word, -SEMAPHORE_WAITER);
 }
 
-void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer, void (*routine)(void *), void *argument);
-void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int execute);
 
 /*
  * The futex call with asynchronous cancellation on around it, in a frame
