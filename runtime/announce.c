@@ -27,8 +27,9 @@
  * with the tunable glibc.pthread.rseq=0, not on kernels before 4.18) and
  * a counter that runs at a constant rate.
  *
- * Where the kernel itself keeps time by that counter (clock source "tsc":
- * the counters of all CPUs agree), T is read from the counter too, inside
+ * Where the counters of all CPUs agree (the kernel keeps time by the
+ * counter, clock source "tsc", or reads kvm-clock in user space:
+ * counters_agree), T is read from the counter too, inside
  * the sequence: one counter read, scaled by the thread's own anchor (a
  * pairing of the counter with CLOCK_MONOTONIC, renewed every 2 ms of use,
  * its rate measured between two anchors), is T, and the store follows it
@@ -278,7 +279,8 @@ static uint64_t announce_by_rseq(uint64_t *pending, uint64_t since, uint64_t cyc
 
 /* The counter runs at a constant rate in every power state: CPUID says
  * so (invariant TSC), or the kernel uses it as its clock source ("tsc"),
- * which it does only then.  The sequence compares two readings on one
+ * which it does only then (or reads kvm-clock, made from it, in user
+ * space: counters_agree).  The sequence compares two readings on one
  * CPU only, so the counters of different CPUs need not agree. */
 static bool counter_is_invariant(void)
 {
@@ -287,10 +289,13 @@ static bool counter_is_invariant(void)
 	return __get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) && (edx & (1u << 8));
 }
 
-static bool clock_source_is_counter(void)
+/* Whether the kernel's clock source is `wanted` (a name of
+ * /sys/devices/system/clocksource). */
+static bool clock_source_is(const char *wanted)
 {
 	static const char path[] = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
 	char name[16] = { 0 };
+	size_t length = strlen(wanted);
 	int saved_errno = errno;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t got = fd < 0 ? -1 : read(fd, name, sizeof(name) - 1);
@@ -298,7 +303,45 @@ static bool clock_source_is_counter(void)
 	if (fd >= 0)
 		close(fd);
 	errno = saved_errno;
-	return got >= 3 && !strncmp(name, "tsc", 3) && (got == 3 || name[3] == '\n');
+	return got >= (ssize_t)length && !strncmp(name, wanted, length) &&
+	       (got == (ssize_t)length || name[length] == '\n');
+}
+
+/*
+ * Whether the counters of all CPUs agree, so that one thread's anchor
+ * serves on every CPU and stamps made on different CPUs compare:
+ *
+ * - clock source "tsc": the kernel keeps time by the counter only then;
+ * - clock source "kvm-clock" (a KVM guest, also one booted with
+ *   tsc=unstable), the counter invariant, and the clock read in user
+ *   space: the vDSO reads kvm-clock without a
+ *   system call only while the host sets PVCLOCK_TSC_STABLE_BIT, its
+ *   promise that the guest's counters are synchronized (the vDSO then
+ *   reads the first virtual CPU's parameters on every CPU).  Without the
+ *   bit every clock read is a system call, which takes far more than
+ *   CLOCK_READ_IN_USER_SPACE_MAX cycles (a microsecond here; at least a
+ *   few hundred cycles on any virtual machine); a vDSO read of kvm-clock
+ *   takes about 60.
+ */
+#define CLOCK_READ_IN_USER_SPACE_MAX 160
+
+static bool counters_agree(void)
+{
+	uint64_t fastest = UINT64_MAX;
+
+	if (clock_source_is("tsc"))
+		return true;
+	if (!clock_source_is("kvm-clock") || !counter_is_invariant())
+		return false;
+	for (int i = 0; i < 8; i++) {
+		uint64_t before = tdshim_read_counter();
+		(void)tdshim_now_ns();
+		uint64_t spent = tdshim_read_counter() - before;
+
+		if (spent < fastest)
+			fastest = spent;
+	}
+	return fastest <= CLOCK_READ_IN_USER_SPACE_MAX;
 }
 
 /* Counter cycles per microsecond, over ~20 us of the clock. */
@@ -321,7 +364,9 @@ void tdshim_announce_init(uint64_t stall_ns)
 
 	prompt_cycles = 0;
 	tdshim_anchor_cycles = 0;
-	if (__rseq_size == 0 || !(counter_is_invariant() || clock_source_is_counter()))
+	bool agree = counters_agree();
+
+	if (__rseq_size == 0 || !(counter_is_invariant() || agree))
 		return;
 	per_us = counter_cycles_per_us();
 	/* Nine tenths of the bound: the calibration's own error stays
@@ -330,7 +375,7 @@ void tdshim_announce_init(uint64_t stall_ns)
 		return;
 	prompt_cycles = stall_ns * per_us / 1000 * 9 / 10;
 	/* The counter as the clock: only where all CPUs' counters agree. */
-	if (clock_source_is_counter()) {
+	if (agree) {
 		start_scale = (UINT64_C(1000) << 32) / per_us;
 		tdshim_anchor_cycles = 2000 * per_us;
 	}
