@@ -42,11 +42,7 @@ __attribute__((noinline)) static int lock_default_contended(pthread_mutex_t *mut
 		 * taken again runs (RUNNABLE) between two sleeps. */
 		do {
 			TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_mutex_lock), mutex, site);
-			long result = tdshim_futex(word, FUTEX_WAIT_PRIVATE, 2, NULL);
-			/* Only a sleep a FUTEX_WAKE ended claims an unlock's
-			 * stamp (wake_default_waiter). */
-			tdshim_scope_.claims_stamp = result == 0;
-			tdshim_scope_.never_slept = result == -EAGAIN;
+			tdshim_futex(word, FUTEX_WAIT_PRIVATE, 2, NULL);
 		} while (uatomic_xchg(word, 2) != 0);
 	}
 	record_ownership(mutex);
@@ -331,24 +327,10 @@ TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t *mutex)
  * kinds, FUTEX_WAITERS for robust and PI mutexes), then goes to glibc.
  * The uncontended path reads no clock.
  */
-/*
- * The wake of one waiter is stamped as a semaphore post's is
- * (runtime/wake.c: a ring of stamps, each claimed by one waiter), and
- * withdrawn when the wake found nobody asleep.  With one slot, a waiter
- * woken into a full run queue found there the stamps of the unlocks made
- * while it waited for a CPU (each wakes the next waiter: the word stays 2
- * while anyone may sleep) and counted its run-queue wait as blocked:
- * tests/accuracy's contention, four threads on two CPUs, read 0.87 of
- * the kernel's runnable.
- */
 __attribute__((noinline)) static void wake_default_waiter(pthread_mutex_t *mutex)
 {
-	struct tdshim_stamp kept = { 0 };
-
-	if (tdshim_gathering())
-		tdshim_wake_stamp_one_keep(mutex, &kept);
-	if (tdshim_futex(&mutex->__data.__lock, FUTEX_WAKE_PRIVATE, 1, NULL) <= 0)
-		tdshim_wake_withdraw(&kept);
+	tdshim_wake_stamp_if_gathering(mutex);
+	tdshim_futex(&mutex->__data.__lock, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 static inline __attribute__((always_inline)) int unlock_through_glibc(pthread_mutex_t *mutex)
