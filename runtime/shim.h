@@ -294,6 +294,10 @@ void tdshim_thread_adopt(void);
 pid_t tdshim_fetch_tid(void);
 pid_t tdshim_descriptor_tid(void);
 
+/* getpid(), read from the region's header where it is known current
+ * (runtime/region.c); call it initialised. */
+pid_t tdshim_process_id(void);
+
 /* The caller's tid, fetched once per thread (and again in a fork child). */
 static inline pid_t tdshim_cached_tid(void)
 {

@@ -201,7 +201,7 @@ static void register_exit_hook(bool main_thread_possible)
 {
 	if (exit_hook_registered || !tdshim_real___cxa_thread_atexit_impl)
 		return;
-	if (main_thread_possible && tdshim_cached_tid() == getpid())
+	if (main_thread_possible && tdshim_cached_tid() == tdshim_process_id())
 		return;
 	exit_hook_registered =
 		tdshim_real___cxa_thread_atexit_impl(end_tracking_at_thread_exit, NULL, &__dso_handle) == 0;
@@ -586,7 +586,7 @@ static void abandon_unstarted_launch(struct tdshim_thread *self)
 static void before_thread_exit(void)
 {
 	tdshim_ensure_init();
-	if (tdshim_cached_tid() == getpid()) {
+	if (tdshim_cached_tid() == tdshim_process_id()) {
 		end_tracking();
 		return;
 	}
@@ -648,8 +648,10 @@ TDSHIM_EXPORT int pthread_setcanceltype(int type, int *old_type)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_setcanceltype);
 	if (type == PTHREAD_CANCEL_ASYNCHRONOUS && !CMM_LOAD_SHARED(in_start_routine) && !exit_hook_registered &&
-	    !tdshim_self.exited && !in_signal_handler())
+	    !tdshim_self.exited && !in_signal_handler()) {
+		tdshim_ensure_init();
 		register_exit_hook(true);
+	}
 	return tdshim_real_pthread_setcanceltype(type, old_type);
 }
 

@@ -20,6 +20,13 @@
  *                 when it ends, and its int result reaches thrd_join.
  *   main_exit     main calls pthread_exit while another thread lives:
  *                 main's record is freed, the process goes on.
+ *   no_getpid     under a seccomp filter that kills the process at a
+ *                 getpid system call (a sandbox whose program never asks),
+ *                 four threads each register a thread_local destructor,
+ *                 as C++ and Rust programs do in every thread, and end:
+ *                 the shim, which registers its own exit hook there,
+ *                 must not ask either (it did, once per thread: 1 us
+ *                 each where system calls cost that).
  *   errno_kept    errno set to a sentinel before each call: every call
  *                 that succeeds leaves it so, also when the shim slept
  *                 and woke for it through its own futex calls and one of
@@ -38,6 +45,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -45,7 +54,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
@@ -486,9 +498,51 @@ static int errno_kept(void)
 	return 0;
 }
 
+int __cxa_thread_atexit_impl(void (*destructor)(void *), void *object, void *dso_handle);
+extern void *__dso_handle;
+static int destructors_ran;
+
+static void count_destructor(void *unused)
+{
+	(void)unused;
+	__atomic_add_fetch(&destructors_ran, 1, __ATOMIC_SEQ_CST);
+}
+
+static void *register_destructor(void *unused)
+{
+	if (__cxa_thread_atexit_impl(count_destructor, NULL, &__dso_handle) != 0)
+		fx_die("__cxa_thread_atexit_impl");
+	return unused;
+}
+
+static int no_getpid(void)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpid, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog program = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+	pthread_t threads[4];
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
+		fx_die("seccomp");
+	for (int i = 0; i < 4; i++)
+		if (pthread_create(&threads[i], NULL, register_destructor, NULL) != 0)
+			fx_die("pthread_create");
+	for (int i = 0; i < 4; i++)
+		pthread_join(threads[i], NULL);
+	printf("destructors_ran=%d\n", __atomic_load_n(&destructors_ran, __ATOMIC_SEQ_CST));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	fx_region();
+	if (argc == 2 && !strcmp(argv[1], "no_getpid"))
+		return no_getpid();
 	if (argc == 2 && !strcmp(argv[1], "errno_kept"))
 		return errno_kept();
 	if (argc == 2 && !strcmp(argv[1], "threads"))
@@ -506,5 +560,5 @@ int main(int argc, char **argv)
 	nested = argc == 2 && !strcmp(argv[1], "signal_nested");
 	if (argc == 2 && (nested || !strcmp(argv[1], "signal_post")))
 		return signal_post();
-	fx_die("usage: rt_misc concurrency|signal_post|signal_nested|mutex_counter|adopt|c11|main_exit|threads|errno_kept");
+	fx_die("usage: rt_misc no_getpid|concurrency|signal_post|signal_nested|mutex_counter|adopt|c11|main_exit|threads|errno_kept");
 }

@@ -130,6 +130,18 @@ Test(lifecycle, c11_thread_tracked_from_creation)
 	rt_free(&out);
 }
 
+/* A sandbox that forbids getpid: the shim's exit hook, registered at each
+ * thread's first thread_local destructor, asked for it once per thread
+ * (the process was killed at the first one). */
+Test(lifecycle, thread_local_destructors_make_no_getpid)
+{
+	const char *args[] = { "no_getpid", NULL };
+	struct rt_output out = rt_run("rt_misc", args, NULL);
+
+	rt_expect_int(&out, "destructors_ran", 4);
+	rt_free(&out);
+}
+
 Test(lifecycle, main_thread_pthread_exit_ends_its_tracking)
 {
 	const char *args[] = { "main_exit", NULL };
