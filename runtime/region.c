@@ -346,16 +346,34 @@ static void mark_process_page_wipe_on_fork(void)
  * This process's id without a system call (a microsecond on a machine
  * with page-table isolation, and the shim asked at every thread's first
  * thread_local destructor: 1% of a Rust program that starts 12,000
- * threads a second).  The header's copy is current once initialised,
- * the caller's job: a fork child resets it in its atfork handler or, where
- * no handler ran, at its first wrapper, which finds the wiped process
- * page.  Without that advice, or while standing down, ask the kernel.
+ * threads a second).  It is kept in the process page, which a fork
+ * hands to the child zeroed, and written once the process's start-up or
+ * a child's reset is done: read, stored, read again until the two agree,
+ * since a fork (from a signal handler) between the read and the store
+ * leaves the child storing its parent's id, and one after the store
+ * leaves it 0.  The region header's copy is not enough: a fork in the
+ * middle of start-up leaves the child its parent's (helper-55).  Before
+ * that, without the advice, or while standing down, ask the kernel.
  */
+static void remember_process_id(void)
+{
+	pid_t pid;
+
+	if (!wipe_on_fork_active)
+		return;
+	do {
+		pid = getpid();
+		CMM_STORE_SHARED(tdshim_process.pid, pid);
+	} while (getpid() != pid);
+}
+
 pid_t tdshim_process_id(void)
 {
-	if (!wipe_on_fork_active || tdshim_standing_down)
+	pid_t pid = CMM_LOAD_SHARED(tdshim_process.pid);
+
+	if (pid <= 0 || !wipe_on_fork_active || tdshim_standing_down)
 		return getpid();
-	return CMM_LOAD_SHARED(tdshim_own_region.header.status.pid);
+	return pid;
 }
 
 /* The one reset for a new process, from the atfork child handler or from
@@ -393,6 +411,7 @@ static void after_fork_in_child(void)
 	memset(tdshim_self.anchors, 0, sizeof(tdshim_self.anchors));
 	tdshim_thread_adopt();
 	CMM_STORE_SHARED(tdshim_process.initialised, 1);
+	remember_process_id();
 }
 
 /* Once per child, whichever comes first: the atfork handler or a wrapper
@@ -570,6 +589,7 @@ static void initialise_once(bool caller_is_main)
 	CMM_STORE_SHARED(tdstat_region.header.magic, TDSTAT_REGION_MAGIC);
 done:
 	CMM_STORE_SHARED(tdshim_process.initialised, 1);
+	remember_process_id();
 	CMM_STORE_SHARED(init_state, INIT_DONE);
 	initialising = false;
 }

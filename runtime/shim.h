@@ -129,7 +129,8 @@ void tdshim_init(void);
 struct tdshim_process_page {
 	int initialised; /* in this process */
 	int resetting;   /* a forked child's reset has begun */
-	char unused[TDSHIM_PROCESS_PAGE_SIZE - 2 * sizeof(int)];
+	pid_t pid;       /* this process's, once known (tdshim_process_id) */
+	char unused[TDSHIM_PROCESS_PAGE_SIZE - 2 * sizeof(int) - sizeof(pid_t)];
 };
 extern struct tdshim_process_page tdshim_process;
 
@@ -294,8 +295,7 @@ void tdshim_thread_adopt(void);
 pid_t tdshim_fetch_tid(void);
 pid_t tdshim_descriptor_tid(void);
 
-/* getpid(), read from the region's header where it is known current
- * (runtime/region.c); call it initialised. */
+/* getpid(), without a system call once known (runtime/region.c). */
 pid_t tdshim_process_id(void);
 
 /* The caller's tid, fetched once per thread (and again in a fork child). */

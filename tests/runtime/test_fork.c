@@ -63,3 +63,20 @@ Test(fork, _Fork_gathering_on) { expect_child("on", "_Fork"); }
 Test(fork, _Fork_gathering_off) { expect_child("off", "_Fork"); }
 Test(fork, raw_clone_gathering_on) { expect_child("on", "clone"); }
 Test(fork, raw_clone_gathering_off) { expect_child("off", "clone"); }
+
+/* A fork in the middle of the shim's start-up (fork_in_init_hook.c): the
+ * child's main thread, ended by pthread_exit, loses its record.  The shim
+ * took its parent's pid for the child's own and kept the record (session
+ * 16, helper-55). */
+Test(fork, in_the_middle_of_start_up_main_thread_exit_frees_record)
+{
+	const char *env[] = { "TDTEST_FORK_IN_INIT=1", NULL };
+	struct rt_output out = rt_run("rt_fork_in_init", NULL, env);
+
+	if (rt_int(&out, "forked") != 1) {
+		rt_free(&out);
+		cr_skip_test("the fork did not land inside the shim's start-up");
+	}
+	rt_expect_int(&out, "main_record_freed", 1);
+	rt_free(&out);
+}
