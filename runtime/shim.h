@@ -233,10 +233,12 @@ uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *wa
 void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept);
 uint64_t tdshim_wake_claim(const void *object, uint64_t since, unsigned int *waker_cpu);
 bool tdshim_wake_from_other_cpu(unsigned int waker_cpu);
-/* A wake stamped on another CPU that a waiter returns from sooner than
- * this is dated back from the waiter's return by no more than the CPU a
- * sleep takes (runtime/thread.c says why). */
-#define TDSHIM_REMOTE_WAKE_NS UINT64_C(50000)
+/* A wake stamped on another CPU, or a timer's expiry, that a waiter
+ * returns from sooner than these is dated back from the waiter's return by
+ * no more than the CPU a sleep takes (runtime/thread.c: late_wake says
+ * why). */
+#define TDSHIM_REMOTE_WAKE_NS UINT64_C(50000)  /* from another CPU */
+#define TDSHIM_LATE_TIMER_NS UINT64_C(250000)  /* a timer's */
 /* The kernel's cap on a readiness wait's timer slack (MAX_SLACK, fs/select.c). */
 #define TDSHIM_MAX_POLL_SLACK_NS UINT64_C(100000000)
 static inline void tdshim_wake_stamp_if_gathering(const void *object)

@@ -869,6 +869,50 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
 	return share > slack ? share : slack;
 }
 
+/*
+ * A wake that may have reached a halted CPU: from another CPU (`woken`
+ * its stamp), or a timer's (`woken` its expiry as set, which fires on the
+ * sleeper's own CPU, idle or not).  A halted CPU takes the wake (the
+ * interrupt) late: 15-100 us on a virtual CPU whose host must run it
+ * again, up to a deep C-state's exit latency on real hardware.  The kernel
+ * counts the thread runnable only once the CPU takes it, just before it
+ * runs; on a busy CPU it queues the thread at once, and a woken sleeper
+ * usually preempts soon.  The waiter cannot tell the two apart, so a
+ * return within `bound` of `woken` counts as woken the CPU
+ * its sleep takes after the wake before its return (or at `woken`, if
+ * that is later): what the kernel counts in the first case, and most of
+ * the second (a thread queued behind a busy CPU's current thread waits
+ * its slice, milliseconds, past this bound).  That is half the CPU of the
+ * whole sleep: going to sleep (the system call, the switch out) costs
+ * about what coming back costs.  Measured on a 2-CPU guest whose host
+ * runs a halted virtual CPU 40-100 us after its interrupt (a wake's
+ * stamp to the kernel's wake-up: 60-110 us; a 500 us sleep's return
+ * 140 us late on average), tests/accuracy's pool shapes (broadcast wakes
+ * to the idle CPU, a pause in nanosleep) read 1.05-1.12 of the kernel
+ * with timers dated at their expiry, 1.02-1.10 with TDSHIM_LATE_TIMER_NS
+ * (250 us) for them.  A bound of 120-250 us for remote wakes too brought
+ * the C++ pool to 1.05 but the ping-pongs (each wake to the other, idle
+ * CPU) from 0.98-0.99 to 0.95-0.96: it stays TDSHIM_REMOTE_WAKE_NS
+ * (50 us).  The ping-pongs read 1.04-1.06 with the whole CPU of a sleep
+ * and 0.97-0.99 with half.
+ */
+static uint64_t late_wake(uint64_t woken, uint64_t bound)
+{
+	uint64_t now = tdshim_stamp_ns();
+
+	if (now < woken || now - woken >= bound)
+		return woken;
+	uint64_t credit = CMM_LOAD_SHARED(remote_credit_ns);
+
+	if (!CMM_LOAD_SHARED(credit_clock_failed) && (!credit || ++tdshim_self.remote_wakes % CREDIT_EVERY == 0))
+		tdshim_self.sample_next_wait = true;
+	if (!credit)
+		return woken;
+	uint64_t after_wake = credit / 2;
+
+	return now - woken > after_wake ? now - after_wake : woken;
+}
+
 /* The moment the scope's wait was woken, as far as anyone stamped it; 0
  * when nobody did (the thread counts as woken when it returns). */
 static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since)
@@ -885,11 +929,14 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 		 * is rare: measured on a 2-CPU guest, 10 ms sleeps fired
 		 * 58-71 us past their deadline with both CPUs busy and 97 us
 		 * with both idle (slack 50 us).  So the deadline plus the
-		 * slack, the earliest the timer fires as set. */
+		 * slack, the earliest the timer fires as set, or later where
+		 * the CPU took the timer's interrupt late (late_wake). */
 		uint64_t expiry = deadline + timer_slack(scope, deadline, since);
 		/* One past the change's own moment (a sleep cut short) is
-		 * clamped to it by the change: no clock read here. */
-		return expiry > since ? expiry : 0;
+		 * clamped to it by the change. */
+		if (expiry <= since)
+			return 0;
+		return late_wake(expiry, TDSHIM_LATE_TIMER_NS);
 	}
 	unsigned int waker_cpu = 0;
 	for (int i = 0; i < 2; i++) {
@@ -902,37 +949,10 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 			waker_cpu = cpu;
 		}
 	}
-	/* A wake from another CPU that reached this thread within
-	 * TDSHIM_REMOTE_WAKE_NS.  The kernel hands a wake for an idle CPU to
-	 * that CPU and counts the thread runnable only when the CPU takes it
-	 * (15 us or more later on a halted virtual CPU), just before it
-	 * runs; a busy CPU it queues the thread on at once.  The waiter
-	 * cannot tell the two apart, so it counts as woken the CPU its sleep
-	 * takes after the wake before its return (or at the stamp, if that
-	 * is later): what the kernel counts in the first case, and most of
-	 * the second (a thread queued on a busy CPU waits for it a few
-	 * microseconds or longer than this bound).  That is half the CPU of
-	 * the whole sleep: going to sleep (the system call, the switch out)
-	 * costs about what coming back costs.  With the whole of it, the
-	 * ping-pongs of tests/accuracy (each wake to the other, idle CPU)
-	 * read 1.04-1.06 of the kernel where a system call takes a
-	 * microsecond (page-table isolation in a virtual machine), and
-	 * 0.97-0.99 with half. */
-	if (woken && tdshim_wake_from_other_cpu(waker_cpu)) {
-		uint64_t now = tdshim_stamp_ns();
-		if (now >= woken && now - woken < TDSHIM_REMOTE_WAKE_NS) {
-			uint64_t credit = CMM_LOAD_SHARED(remote_credit_ns);
-
-			if (!CMM_LOAD_SHARED(credit_clock_failed) &&
-			    (!credit || ++tdshim_self.remote_wakes % CREDIT_EVERY == 0))
-				tdshim_self.sample_next_wait = true;
-			if (!credit)
-				return woken;
-			uint64_t after_wake = credit / 2;
-
-			return now - woken > after_wake ? now - after_wake : woken;
-		}
-	}
+	/* A wake from this CPU ran the waker here: the kernel queued the
+	 * thread at once. */
+	if (woken && tdshim_wake_from_other_cpu(waker_cpu))
+		return late_wake(woken, TDSHIM_REMOTE_WAKE_NS);
 	return woken;
 }
 

@@ -45,6 +45,18 @@
  *                      threads' kernel CPU + run-queue time (the waker's
  *                      stamp counted the ~15 us a halted virtual CPU takes
  *                      to take the wake: 1.4x); needs SCHED_FIFO (root)
+ *   timer-idle         a thread that spins 100 us and sleeps 400 us in
+ *                      nanosleep, alone on its CPU: runnable time within
+ *                      15% of its kernel CPU + run-queue time (dated at the
+ *                      deadline plus the slack, a timer that a halted
+ *                      virtual CPU takes ~140 us late counted the delay:
+ *                      1.3-1.7x)
+ *   timer-busy         a thread sleeping 1 ms at a time in nanosleep on a
+ *                      CPU busy with a higher-priority spinner for 5 ms of
+ *                      each 20 ms: runnable ~0.5 (spinner 0.25, the
+ *                      sleeper's run-queue wait after its timer ~0.25),
+ *                      not 0.25 (every late return dated at the return);
+ *                      needs SCHED_FIFO (root)
  *   queued-posts       two semaphore waiters on the poster's CPU, woken
  *                      by two posts 4 ms apart, wait for the CPU 8 and
  *                      4 ms: runnable time within 10% of the threads'
@@ -545,6 +557,15 @@ int main(int argc, char **argv)
 		return runnable_as_kernel("queued-posts", 0.10);
 	if (!strcmp(mode, "racing-posts"))
 		return runnable_as_kernel("racing-posts", 0.10);
+	if (!strcmp(mode, "timer-idle"))
+		return runnable_as_kernel("timer-idle", 0.15);
+	if (!strcmp(mode, "timer-busy")) {
+		if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+			printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
+			return 77;
+		}
+		return expect((const char *const[]){ "timer-busy", NULL }, 1, 0.4, 0.8);
+	}
 	if (!strcmp(mode, "remote-busy")) {
 		if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
 			printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
@@ -552,6 +573,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts|timer-idle|timer-busy\n");
 	return 2;
 }

@@ -23,6 +23,13 @@
  *                  CPU 0 and CPU 1, each thread alone on its CPU
  *                  (SCHED_FIFO 2); prints the two threads' kernel
  *                  figures ("cpu SECONDS wait SECONDS")
+ *   timer-idle     1 s of a thread on CPU 1 (SCHED_OTHER) that spins
+ *                  100 us and sleeps 400 us in nanosleep, main asleep
+ *                  on CPU 0; prints the thread's kernel figures
+ *   timer-busy     every 20 ms a thread on CPU 0 wakes a spinner (5 ms,
+ *                  SCHED_FIFO 3) on CPU 1, where another thread
+ *                  (SCHED_FIFO 2) sleeps 1 ms at a time in nanosleep:
+ *                  its timer fires behind the spinner, which it waits for
  *   queued-posts   on CPU 0: a poster (SCHED_FIFO 3) posts a semaphore,
  *                  spins 4 ms, posts again, spins 4 ms and sleeps 2 ms,
  *                  60 times; two waiters (SCHED_FIFO 1) asleep on it are
@@ -566,6 +573,92 @@ static int racing_posts(void)
 	return 0;
 }
 
+/* ---- timer-idle ---- */
+static volatile int ti_stop;
+static double ti_cpu, ti_wait;
+
+static void *ti_sleeper(void *arg)
+{
+	const struct timespec pause = { 0, 400000 };
+	cpu_set_t cpus;
+
+	(void)arg;
+	CPU_ZERO(&cpus);
+	CPU_SET(1, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	while (!ti_stop) {
+		spin_ns(100000);
+		nanosleep(&pause, NULL);
+	}
+	own_schedstat(&ti_cpu, &ti_wait);
+	return NULL;
+}
+
+static int timer_idle(void)
+{
+	pthread_t sleeper;
+	cpu_set_t cpus;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return 77;
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	pthread_create(&sleeper, NULL, ti_sleeper, NULL);
+	pause_ns(1000000000);
+	ti_stop = 1;
+	pthread_join(sleeper, NULL);
+	printf("cpu %.6f wait %.6f\n", ti_cpu, ti_wait);
+	return 0;
+}
+
+/* ---- timer-busy ---- */
+static sem_t tb_spin;
+static volatile int tb_stop;
+
+static void *tb_spinner(void *arg)
+{
+	(void)arg;
+	place_thread(1, 3);
+	while (!tb_stop) {
+		sem_wait(&tb_spin);
+		spin_ns(5000000);
+	}
+	return NULL;
+}
+
+static void *tb_sleeper(void *arg)
+{
+	const struct timespec pause = { 0, 1000000 };
+
+	(void)arg;
+	place_thread(1, 2);
+	while (!tb_stop)
+		nanosleep(&pause, NULL);
+	return NULL;
+}
+
+static int timer_busy(void)
+{
+	pthread_t spinner, sleeper;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !place_thread(0, 4))
+		return 77;
+	sem_init(&tb_spin, 0, 0);
+	pthread_create(&spinner, NULL, tb_spinner, NULL);
+	pthread_create(&sleeper, NULL, tb_sleeper, NULL);
+	pause_ns(5000000);
+	for (int i = 0; i < 50; i++) {
+		sem_post(&tb_spin);
+		pause_ns(20000000);
+	}
+	tb_stop = 1;
+	sem_post(&tb_spin);
+	pthread_join(spinner, NULL);
+	pthread_join(sleeper, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -591,6 +684,10 @@ int main(int argc, char **argv)
 		return queued_posts();
 	if (!strcmp(mode, "racing-posts"))
 		return racing_posts();
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts\n");
+	if (!strcmp(mode, "timer-idle"))
+		return timer_idle();
+	if (!strcmp(mode, "timer-busy"))
+		return timer_busy();
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts|timer-idle|timer-busy\n");
 	return 2;
 }
