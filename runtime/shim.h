@@ -233,6 +233,19 @@ uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *wa
 void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept);
 uint64_t tdshim_wake_claim(const void *object, uint64_t since, unsigned int *waker_cpu);
 bool tdshim_wake_from_other_cpu(unsigned int waker_cpu);
+/* Waits that may sleep on a default mutex's word inside glibc, where
+ * they claim no stamp of the ring (a timed lock; a condvar wait, whose
+ * relock sleeps there): while one is in progress on an object of the
+ * mutex's ring, the mutex's wakes are stamped in the slot instead
+ * (runtime/wake.c).  `object` NULL: nothing counted (not gathering at
+ * the start). */
+void tdshim_wake_unclaimed_begin(const void *object);
+void tdshim_wake_unclaimed_end(const void *const *object);
+bool tdshim_wake_all_claim(const void *object);
+#define TDSHIM_UNCLAIMED_WAIT(object_)                                                                 \
+	const void *tdshim_unclaimed_ __attribute__((cleanup(tdshim_wake_unclaimed_end))) =           \
+		tdshim_gathering() ? (const void *)(object_) : NULL;                                   \
+	tdshim_wake_unclaimed_begin(tdshim_unclaimed_)
 /* A wake stamped on another CPU, or a timer's expiry, that a waiter
  * returns from sooner than these is dated back from the waiter's return by
  * no more than the CPU a sleep takes (runtime/thread.c: late_wake says

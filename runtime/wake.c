@@ -86,6 +86,24 @@ static uint8_t ring_cursors[CLAIM_RINGS];
  * days, of an object of tag 0 stamped on an unknown CPU): passed too. */
 #define WITHDRAWN CLAIMED_BIT
 
+/*
+ * The ring serves a default mutex only while every waiter its unlock can
+ * wake claims an entry: its own lock's sleeps do (runtime/wrap_mutex.c),
+ * but a timed lock and a condvar's relock sleep on the same word inside
+ * glibc and claim nothing.  An entry their wake left unclaimed was taken
+ * later by a plain waiter that slept after it was written, as its own: a
+ * plain locker among six timed ones read 0.92 runnable against the
+ * kernel's 0.20-0.27 (session 16).  So such waits count themselves in,
+ * per ring, while in progress, and the unlock stamps the slot while any
+ * is: the plain waiter then takes the later of a claimed entry and the
+ * slot.  A counter shared by the objects of one ring only makes the
+ * fallback more frequent.  One per cache line: condvar waits on all CPUs
+ * count here.
+ */
+static struct {
+	unsigned int waits;
+} __attribute__((aligned(64))) unclaimed[CLAIM_RINGS];
+
 static uint64_t mix(const void *object)
 {
 	uint64_t x = (uint64_t)(uintptr_t)object;
@@ -195,6 +213,23 @@ static uint64_t stamp_time(uint64_t word, uint64_t since, unsigned int *waker_cp
 {
 	*waker_cpu = (unsigned int)(word >> TAG_BITS & ((1u << CPU_BITS) - 1));
 	return ((since >> TIME_SHIFT) + (((word >> TIME_AT) - (since >> TIME_SHIFT)) & TIME_MASK)) << TIME_SHIFT;
+}
+
+TDSHIM_BLOCKING_PATH void tdshim_wake_unclaimed_begin(const void *object)
+{
+	if (object)
+		uatomic_inc(&unclaimed[ring_index(mix(object))].waits);
+}
+
+TDSHIM_BLOCKING_PATH void tdshim_wake_unclaimed_end(const void *const *object)
+{
+	if (*object)
+		uatomic_dec(&unclaimed[ring_index(mix(*object))].waits);
+}
+
+TDSHIM_BLOCKING_PATH bool tdshim_wake_all_claim(const void *object)
+{
+	return CMM_LOAD_SHARED(unclaimed[ring_index(mix(object))].waits) == 0;
 }
 
 TDSHIM_BLOCKING_PATH uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu)

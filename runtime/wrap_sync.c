@@ -509,6 +509,7 @@ TDSHIM_BLOCKING_PATH TDSHIM_EXPORT int pthread_cond_wait(pthread_cond_t *cond, p
 	stamp_mutex_waiter(mutex);
 	int error;
 	{
+		TDSHIM_UNCLAIMED_WAIT(mutex);
 		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_wait), cond);
 		error = tdshim_real_pthread_cond_wait(cond, mutex);
 	}
@@ -526,6 +527,7 @@ TDSHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *
 	stamp_mutex_waiter(mutex);
 	int error;
 	{
+		TDSHIM_UNCLAIMED_WAIT(mutex);
 		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_timedwait), cond);
 		error = tdshim_real_pthread_cond_timedwait(cond, mutex, abstime);
 		if (error == ETIMEDOUT) {
@@ -547,6 +549,7 @@ TDSHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *
 	stamp_mutex_waiter(mutex);
 	int error;
 	{
+		TDSHIM_UNCLAIMED_WAIT(mutex);
 		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_clockwait), cond);
 		error = tdshim_real_pthread_cond_clockwait(cond, mutex, clock, abstime);
 		if (error == ETIMEDOUT) {

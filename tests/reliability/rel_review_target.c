@@ -30,6 +30,9 @@
  *                  SCHED_FIFO 3) on CPU 1, where another thread
  *                  (SCHED_FIFO 2) sleeps 1 ms at a time in nanosleep:
  *                  its timer fires behind the spinner, which it waits for
+ *   mutex-queue    1 s of four threads taking one default mutex for
+ *                  10 us, then spinning 30 us; prints their kernel
+ *                  figures
  *   queued-posts   on CPU 0: a poster (SCHED_FIFO 3) posts a semaphore,
  *                  spins 4 ms, posts again, spins 4 ms and sleeps 2 ms,
  *                  60 times; two waiters (SCHED_FIFO 1) asleep on it are
@@ -659,6 +662,43 @@ static int timer_busy(void)
 	return 0;
 }
 
+/* ---- mutex-queue ---- */
+static pthread_mutex_t mq_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int mq_stop;
+static double mq_cpu[4], mq_wait[4];
+
+static void *mq_thread(void *arg)
+{
+	int me = (int)(long)arg;
+
+	while (!mq_stop) {
+		pthread_mutex_lock(&mq_lock);
+		spin_ns(10000);
+		pthread_mutex_unlock(&mq_lock);
+		spin_ns(30000);
+	}
+	own_schedstat(&mq_cpu[me], &mq_wait[me]);
+	return NULL;
+}
+
+static int mutex_queue(void)
+{
+	pthread_t threads[4];
+	double cpu = 0, wait = 0;
+
+	for (long i = 0; i < 4; i++)
+		pthread_create(&threads[i], NULL, mq_thread, (void *)i);
+	pause_ns(1000000000);
+	mq_stop = 1;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(threads[i], NULL);
+		cpu += mq_cpu[i];
+		wait += mq_wait[i];
+	}
+	printf("cpu %.6f wait %.6f\n", cpu, wait);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -688,6 +728,8 @@ int main(int argc, char **argv)
 		return timer_idle();
 	if (!strcmp(mode, "timer-busy"))
 		return timer_busy();
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts|timer-idle|timer-busy\n");
+	if (!strcmp(mode, "mutex-queue"))
+		return mutex_queue();
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue\n");
 	return 2;
 }
