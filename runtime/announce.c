@@ -289,22 +289,21 @@ static bool counter_is_invariant(void)
 	return __get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) && (edx & (1u << 8));
 }
 
-/* Whether the kernel's clock source is `wanted` (a name of
- * /sys/devices/system/clocksource). */
-static bool clock_source_is(const char *wanted)
+/* The kernel's clock source (a name of /sys/devices/system/clocksource,
+ * its newline dropped), or "" where it cannot be read. */
+static void read_clock_source(char name[static 16])
 {
 	static const char path[] = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
-	char name[16] = { 0 };
-	size_t length = strlen(wanted);
 	int saved_errno = errno;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t got = fd < 0 ? -1 : read(fd, name, sizeof(name) - 1);
+	ssize_t got = fd < 0 ? -1 : read(fd, name, 15);
 
 	if (fd >= 0)
 		close(fd);
 	errno = saved_errno;
-	return got >= (ssize_t)length && !strncmp(name, wanted, length) &&
-	       (got == (ssize_t)length || name[length] == '\n');
+	name[got > 0 ? got : 0] = 0;
+	if (got > 0 && name[got - 1] == '\n')
+		name[got - 1] = 0;
 }
 
 /*
@@ -314,24 +313,25 @@ static bool clock_source_is(const char *wanted)
  * - clock source "tsc": the kernel keeps time by the counter only then;
  * - clock source "kvm-clock" (a KVM guest, also one booted with
  *   tsc=unstable), the counter invariant, and the clock read in user
- *   space: the vDSO reads kvm-clock without a
- *   system call only while the host sets PVCLOCK_TSC_STABLE_BIT, its
- *   promise that the guest's counters are synchronized (the vDSO then
- *   reads the first virtual CPU's parameters on every CPU).  Without the
- *   bit every clock read is a system call, which takes far more than
- *   CLOCK_READ_IN_USER_SPACE_MAX cycles (a microsecond here; at least a
- *   few hundred cycles on any virtual machine); a vDSO read of kvm-clock
- *   takes about 60.
+ *   space: the vDSO reads kvm-clock without a system call only while
+ *   the host sets PVCLOCK_TSC_STABLE_BIT, its promise that the guest's
+ *   counters are synchronized (the vDSO then reads the first virtual
+ *   CPU's parameters on every CPU).  Without the bit every clock read is
+ *   a system call, which takes far more than CLOCK_READ_IN_USER_SPACE_MAX
+ *   cycles (a microsecond here; at least a few hundred cycles on any
+ *   virtual machine); a vDSO read of kvm-clock takes about 60.
  */
 #define CLOCK_READ_IN_USER_SPACE_MAX 160
 
 static bool counters_agree(void)
 {
 	uint64_t fastest = UINT64_MAX;
+	char source[16];
 
-	if (clock_source_is("tsc"))
+	read_clock_source(source);
+	if (!strcmp(source, "tsc"))
 		return true;
-	if (!clock_source_is("kvm-clock") || !counter_is_invariant())
+	if (strcmp(source, "kvm-clock") != 0 || !counter_is_invariant())
 		return false;
 	for (int i = 0; i < 8; i++) {
 		uint64_t before = tdshim_read_counter();

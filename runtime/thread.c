@@ -197,11 +197,17 @@ void tdshim_thread_end(void)
  * routine, in a thread_local destructor), whose end nothing else sees.
  * Should it fail, only process exit ends the thread's tracking.
  */
+/* The main thread's tid is the process id. */
+static bool is_main_thread(void)
+{
+	return tdshim_cached_tid() == tdshim_process_id();
+}
+
 static void register_exit_hook(bool main_thread_possible)
 {
 	if (exit_hook_registered || !tdshim_real___cxa_thread_atexit_impl)
 		return;
-	if (main_thread_possible && tdshim_cached_tid() == tdshim_process_id())
+	if (main_thread_possible && is_main_thread())
 		return;
 	exit_hook_registered =
 		tdshim_real___cxa_thread_atexit_impl(end_tracking_at_thread_exit, NULL, &__dso_handle) == 0;
@@ -586,7 +592,7 @@ static void abandon_unstarted_launch(struct tdshim_thread *self)
 static void before_thread_exit(void)
 {
 	tdshim_ensure_init();
-	if (tdshim_cached_tid() == tdshim_process_id()) {
+	if (is_main_thread()) {
 		end_tracking();
 		return;
 	}
