@@ -242,6 +242,9 @@ bool tdshim_wake_from_other_cpu(unsigned int waker_cpu);
 void tdshim_wake_unclaimed_begin(const void *object);
 void tdshim_wake_unclaimed_end(const void *const *object);
 bool tdshim_wake_all_claim(const void *object);
+/* A pthread call's error number as C11's threads.h result (glibc's
+ * thrd_err_map). */
+int tdshim_thrd_result(int error);
 #define TDSHIM_UNCLAIMED_WAIT(object_)                                                                 \
 	const void *tdshim_unclaimed_ __attribute__((cleanup(tdshim_wake_unclaimed_end))) =           \
 		tdshim_gathering() ? (const void *)(object_) : NULL;                                   \

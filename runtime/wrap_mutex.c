@@ -201,17 +201,22 @@ __attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex, con
 }
 
 /* The fast path is a leaf: a CAS and two stores, no call, no frame. */
-TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
+static inline __attribute__((always_inline)) int mutex_lock_from(pthread_mutex_t *mutex, const void *site)
 {
 	if (caa_unlikely(!is_default_mutex(mutex)))
-		return lock_other_type(mutex, TDSHIM_CALL_SITE());
+		return lock_other_type(mutex, site);
 	if (caa_unlikely(uatomic_cmpxchg(&mutex->__data.__lock, 0, 1) != 0))
-		return lock_default_contended(mutex, TDSHIM_CALL_SITE());
+		return lock_default_contended(mutex, site);
 	record_ownership(mutex);
 	return 0;
 }
 
-static int timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
+TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
+{
+	return mutex_lock_from(mutex, TDSHIM_CALL_SITE());
+}
+
+static int timedlock(pthread_mutex_t *mutex, const struct timespec *abstime, const void *site)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_mutex_timedlock);
 	if (fails_without_waiting(mutex))
@@ -220,7 +225,7 @@ static int timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
 	if (error != EBUSY)
 		return error;
 	TDSHIM_UNCLAIMED_WAIT(mutex);
-	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_mutex_timedlock), mutex);
+	TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_mutex_timedlock), mutex, site);
 	return tdshim_real_pthread_mutex_timedlock(mutex, abstime);
 }
 
@@ -249,13 +254,18 @@ static int timed_lock_counted(struct tdstat_sync_entry *entry, uint64_t start, i
 	return error;
 }
 
-TDSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
+static int mutex_timedlock_from(pthread_mutex_t *mutex, const struct timespec *abstime, const void *site)
 {
 	if (caa_likely(!tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex)))
-		return timedlock(mutex, abstime);
+		return timedlock(mutex, abstime, site);
 	struct tdstat_sync_entry *entry = tdshim_sync_entry(mutex, TDSTAT_SYNC_MUTEX);
 	uint64_t start = entry ? tdshim_now_ns() : 0;
-	return timed_lock_counted(entry, start, timedlock(mutex, abstime));
+	return timed_lock_counted(entry, start, timedlock(mutex, abstime, site));
+}
+
+TDSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime)
+{
+	return mutex_timedlock_from(mutex, abstime, TDSHIM_CALL_SITE());
 }
 
 TDSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t clock,
@@ -419,4 +429,49 @@ TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mutex)
 	if (caa_unlikely(uatomic_xchg(&mutex->__data.__lock, 0) > 1))
 		wake_default_waiter(mutex);
 	return 0;
+}
+
+/*
+ * C11's mutexes are glibc's pthread mutexes (an mtx_t holds a
+ * pthread_mutex_t, initialized with the default type for mtx_plain and
+ * mtx_timed), and glibc's mtx_* call its own pthread_mutex_* inside
+ * libc, past the interposition: their waits went unseen, and a C11
+ * locker asleep on a mutex's word claimed none of its unlocks' stamps.
+ * The same paths as the pthread calls, the results mapped as glibc's
+ * thrd_err_map() does.
+ */
+int tdshim_thrd_result(int error)
+{
+	switch (error) {
+	case 0:
+		return thrd_success;
+	case ENOMEM:
+		return thrd_nomem;
+	case ETIMEDOUT:
+		return thrd_timedout;
+	case EBUSY:
+		return thrd_busy;
+	default:
+		return thrd_error;
+	}
+}
+
+TDSHIM_EXPORT int mtx_lock(mtx_t *mutex)
+{
+	return tdshim_thrd_result(mutex_lock_from((pthread_mutex_t *)mutex, TDSHIM_CALL_SITE()));
+}
+
+TDSHIM_EXPORT int mtx_timedlock(mtx_t *__restrict mutex, const struct timespec *__restrict time_point)
+{
+	return tdshim_thrd_result(mutex_timedlock_from((pthread_mutex_t *)mutex, time_point, TDSHIM_CALL_SITE()));
+}
+
+TDSHIM_EXPORT int mtx_trylock(mtx_t *mutex)
+{
+	return tdshim_thrd_result(pthread_mutex_trylock((pthread_mutex_t *)mutex));
+}
+
+TDSHIM_EXPORT int mtx_unlock(mtx_t *mutex)
+{
+	return tdshim_thrd_result(pthread_mutex_unlock((pthread_mutex_t *)mutex));
 }

@@ -500,7 +500,8 @@ static void cond_wait_ends(const struct cond_tracking *tracking, bool timed, int
 		tdshim_sync_add(entry, TDSHIM_SYNC_cond_timedwait_timeout, 1);
 }
 
-TDSHIM_BLOCKING_PATH TDSHIM_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
+static inline __attribute__((always_inline)) int cond_wait_from(pthread_cond_t *cond, pthread_mutex_t *mutex,
+								 const void *site)
 {
 	struct cond_tracking tracking;
 
@@ -510,15 +511,21 @@ TDSHIM_BLOCKING_PATH TDSHIM_EXPORT int pthread_cond_wait(pthread_cond_t *cond, p
 	int error;
 	{
 		TDSHIM_UNCLAIMED_WAIT(mutex);
-		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_wait), cond);
+		TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_cond_wait), cond, site);
 		error = tdshim_real_pthread_cond_wait(cond, mutex);
 	}
 	cond_wait_ends(&tracking, false, error);
 	return error;
 }
 
-TDSHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
-					 const struct timespec *abstime)
+TDSHIM_BLOCKING_PATH TDSHIM_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
+{
+	return cond_wait_from(cond, mutex, TDSHIM_CALL_SITE());
+}
+
+static inline __attribute__((always_inline)) int cond_timedwait_from(pthread_cond_t *cond, pthread_mutex_t *mutex,
+								      const struct timespec *abstime,
+								      const void *site)
 {
 	struct cond_tracking tracking;
 
@@ -528,7 +535,7 @@ TDSHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *
 	int error;
 	{
 		TDSHIM_UNCLAIMED_WAIT(mutex);
-		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_timedwait), cond);
+		TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_cond_timedwait), cond, site);
 		error = tdshim_real_pthread_cond_timedwait(cond, mutex, abstime);
 		if (error == ETIMEDOUT) {
 			tdshim_scope_.deadline_ns = tdshim_deadline_at(cond_clock(cond), abstime);
@@ -537,6 +544,12 @@ TDSHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *
 	}
 	cond_wait_ends(&tracking, true, error);
 	return error;
+}
+
+TDSHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
+					 const struct timespec *abstime)
+{
+	return cond_timedwait_from(cond, mutex, abstime, TDSHIM_CALL_SITE());
 }
 
 TDSHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
@@ -590,6 +603,30 @@ TDSHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t *cond)
 	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex))
 		tdshim_sync_add(tdshim_sync_entry(cond, TDSTAT_SYNC_COND), TDSHIM_SYNC_cond_broadcast, 1);
 	return error;
+}
+
+/* C11's condition variables are glibc's (runtime/wrap_mutex.c says why
+ * they are interposed). */
+TDSHIM_EXPORT int cnd_wait(cnd_t *cond, mtx_t *mutex)
+{
+	return tdshim_thrd_result(cond_wait_from((pthread_cond_t *)cond, (pthread_mutex_t *)mutex, TDSHIM_CALL_SITE()));
+}
+
+TDSHIM_EXPORT int cnd_timedwait(cnd_t *__restrict cond, mtx_t *__restrict mutex,
+				const struct timespec *__restrict time_point)
+{
+	return tdshim_thrd_result(
+		cond_timedwait_from((pthread_cond_t *)cond, (pthread_mutex_t *)mutex, time_point, TDSHIM_CALL_SITE()));
+}
+
+TDSHIM_EXPORT int cnd_signal(cnd_t *cond)
+{
+	return tdshim_thrd_result(pthread_cond_signal((pthread_cond_t *)cond));
+}
+
+TDSHIM_EXPORT int cnd_broadcast(cnd_t *cond)
+{
+	return tdshim_thrd_result(pthread_cond_broadcast((pthread_cond_t *)cond));
 }
 
 /* Every arrival stamps the barrier just before its call: the last one's

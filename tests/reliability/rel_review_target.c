@@ -33,6 +33,9 @@
  *   mutex-queue    1 s of four threads taking one default mutex for
  *                  10 us, then spinning 30 us; prints their kernel
  *                  figures
+ *   mutex-queue-c11  four threads taking one default mutex for 200 us,
+ *                  then sleeping 100 us, three of them locking with
+ *                  C11's mtx_lock
  *   queued-posts   on CPU 0: a poster (SCHED_FIFO 3) posts a semaphore,
  *                  spins 4 ms, posts again, spins 4 ms and sleeps 2 ms,
  *                  60 times; two waiters (SCHED_FIFO 1) asleep on it are
@@ -62,6 +65,7 @@
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -665,6 +669,7 @@ static int timer_busy(void)
 /* ---- mutex-queue ---- */
 static pthread_mutex_t mq_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int mq_stop;
+static bool mq_c11; /* threads 1-3 lock with C11's mtx_lock */
 static double mq_cpu[4], mq_wait[4];
 
 static void *mq_thread(void *arg)
@@ -672,20 +677,27 @@ static void *mq_thread(void *arg)
 	int me = (int)(long)arg;
 
 	while (!mq_stop) {
-		pthread_mutex_lock(&mq_lock);
-		spin_ns(10000);
+		if (mq_c11 && me > 0)
+			mtx_lock((mtx_t *)&mq_lock);
+		else
+			pthread_mutex_lock(&mq_lock);
+		spin_ns(mq_c11 ? 200000 : 10000);
 		pthread_mutex_unlock(&mq_lock);
-		spin_ns(30000);
+		if (mq_c11)
+			pause_ns(100000);
+		else
+			spin_ns(30000);
 	}
 	own_schedstat(&mq_cpu[me], &mq_wait[me]);
 	return NULL;
 }
 
-static int mutex_queue(void)
+static int mutex_queue(bool c11)
 {
 	pthread_t threads[4];
 	double cpu = 0, wait = 0;
 
+	mq_c11 = c11;
 	for (long i = 0; i < 4; i++)
 		pthread_create(&threads[i], NULL, mq_thread, (void *)i);
 	pause_ns(1000000000);
@@ -729,7 +741,9 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "timer-busy"))
 		return timer_busy();
 	if (!strcmp(mode, "mutex-queue"))
-		return mutex_queue();
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue\n");
+		return mutex_queue(false);
+	if (!strcmp(mode, "mutex-queue-c11"))
+		return mutex_queue(true);
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
 	return 2;
 }

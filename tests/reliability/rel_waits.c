@@ -47,6 +47,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -316,6 +317,26 @@ static long call_mutex_clocklock(struct fixture *f, int *error)
 	PTHREAD_RESULT(r);
 }
 
+/* C11's calls on the same objects (glibc's mtx_t and cnd_t are its
+ * pthread mutex and condvar); their results are thrd_* codes. */
+static long call_mtx_lock(struct fixture *f, int *error)
+{
+	int r = mtx_lock((mtx_t *)&f->mutex);
+
+	if (r == thrd_success)
+		mtx_unlock((mtx_t *)&f->mutex);
+	PTHREAD_RESULT(r);
+}
+static long call_mtx_timedlock(struct fixture *f, int *error)
+{
+	struct timespec t = in_seconds(CLOCK_REALTIME, LONG_WAIT_S);
+	int r = mtx_timedlock((mtx_t *)&f->mutex, &t);
+
+	if (r == thrd_success)
+		mtx_unlock((mtx_t *)&f->mutex);
+	PTHREAD_RESULT(r);
+}
+
 #define RWLOCK_CALL(name, expression)                               \
 	static long call_##name(struct fixture *f, int *error)      \
 	{                                                           \
@@ -358,6 +379,8 @@ static void unlock_cleanup(void *mutex)
 COND_CALL(cond_wait, pthread_cond_wait(&f->cond, &f->mutex))
 COND_CALL(cond_timedwait, pthread_cond_timedwait(&f->cond, &f->mutex, &rt))
 COND_CALL(cond_clockwait, pthread_cond_clockwait(&f->cond, &f->mutex, CLOCK_MONOTONIC, &mt))
+COND_CALL(cnd_wait, cnd_wait((cnd_t *)&f->cond, (mtx_t *)&f->mutex))
+COND_CALL(cnd_timedwait, cnd_timedwait((cnd_t *)&f->cond, (mtx_t *)&f->mutex, &rt))
 
 static long call_barrier(struct fixture *f, int *error)
 {
@@ -688,6 +711,8 @@ static const struct wait_case cases[] = {
 	{ "pthread_mutex_lock", hold_mutex, call_mutex_lock, free_mutex, nothing },
 	{ "pthread_mutex_timedlock", hold_mutex, call_mutex_timedlock, free_mutex, nothing },
 	{ "pthread_mutex_clocklock", hold_mutex, call_mutex_clocklock, free_mutex, nothing },
+	{ "mtx_lock", hold_mutex, call_mtx_lock, free_mutex, nothing },
+	{ "mtx_timedlock", hold_mutex, call_mtx_timedlock, free_mutex, nothing },
 	{ "pthread_rwlock_rdlock", hold_write, call_rdlock, free_rwlock, hold_read },
 	{ "pthread_rwlock_wrlock", hold_read, call_wrlock, free_rwlock, nothing },
 	{ "pthread_rwlock_timedrdlock", hold_write, call_timedrdlock, free_rwlock, hold_read },
@@ -697,6 +722,8 @@ static const struct wait_case cases[] = {
 	{ "pthread_cond_wait", nothing, call_cond_wait, signal_cond, NULL },
 	{ "pthread_cond_timedwait", nothing, call_cond_timedwait, signal_cond, NULL },
 	{ "pthread_cond_clockwait", nothing, call_cond_clockwait, signal_cond, NULL },
+	{ "cnd_wait", nothing, call_cnd_wait, signal_cond, NULL },
+	{ "cnd_timedwait", nothing, call_cnd_timedwait, signal_cond, NULL },
 	{ "pthread_barrier_wait", nothing, call_barrier, barrier_arrive, NULL },
 	{ "pthread_join", start_helper, call_join, end_helper, finished_helper },
 	{ "pthread_timedjoin_np", start_helper, call_timedjoin, end_helper, finished_helper },

@@ -40,6 +40,7 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -402,6 +403,43 @@ static bool call_cond_timedwait(void)
 	return ok;
 }
 
+/* C11's calls on the same objects: glibc's mtx_t and cnd_t are its
+ * pthread mutex and condvar. */
+static bool call_mtx_lock(void)
+{
+	return mtx_lock((mtx_t *)&fx.mutex) == thrd_success && mtx_unlock((mtx_t *)&fx.mutex) == thrd_success;
+}
+
+static bool call_mtx_timedlock(void)
+{
+	struct timespec at = far_future(CLOCK_REALTIME);
+
+	return mtx_timedlock((mtx_t *)&fx.mutex, &at) == thrd_success && mtx_unlock((mtx_t *)&fx.mutex) == thrd_success;
+}
+
+static bool call_cnd_wait(void)
+{
+	bool ok = true;
+
+	mtx_lock((mtx_t *)&fx.mutex);
+	while (!fx.flag && ok)
+		ok = cnd_wait((cnd_t *)&fx.cond, (mtx_t *)&fx.mutex) == thrd_success;
+	mtx_unlock((mtx_t *)&fx.mutex);
+	return ok;
+}
+
+static bool call_cnd_timedwait(void)
+{
+	struct timespec at = far_future(CLOCK_REALTIME);
+	bool ok = true;
+
+	mtx_lock((mtx_t *)&fx.mutex);
+	while (!fx.flag && ok)
+		ok = cnd_timedwait((cnd_t *)&fx.cond, (mtx_t *)&fx.mutex, &at) == thrd_success;
+	mtx_unlock((mtx_t *)&fx.mutex);
+	return ok;
+}
+
 static bool call_cond_clockwait(void)
 {
 	struct timespec at = far_future(CLOCK_MONOTONIC);
@@ -753,6 +791,8 @@ static const struct call_case cases[] = {
 	{ "pthread_mutex_lock", none, lock_mutex, call_mutex_lock, unlock_mutex, false },
 	{ "pthread_mutex_timedlock", none, lock_mutex, call_mutex_timedlock, unlock_mutex, false },
 	{ "pthread_mutex_clocklock", none, lock_mutex, call_mutex_clocklock, unlock_mutex, false },
+	{ "mtx_lock", none, lock_mutex, call_mtx_lock, unlock_mutex, false },
+	{ "mtx_timedlock", none, lock_mutex, call_mtx_timedlock, unlock_mutex, false },
 	{ "mutex_recursive", none, lock_recursive, call_mutex_recursive, unlock_recursive, false },
 	{ "mutex_errorcheck", none, lock_errorcheck, call_mutex_errorcheck, unlock_errorcheck, false },
 	{ "pthread_rwlock_rdlock", none, write_lock, call_rwlock_rdlock, unlock_rwlock, false },
@@ -764,6 +804,8 @@ static const struct call_case cases[] = {
 	{ "pthread_cond_wait", NULL, none, call_cond_wait, set_flag, false },
 	{ "pthread_cond_timedwait", NULL, none, call_cond_timedwait, set_flag, false },
 	{ "pthread_cond_clockwait", NULL, none, call_cond_clockwait, set_flag, false },
+	{ "cnd_wait", NULL, none, call_cnd_wait, set_flag, false },
+	{ "cnd_timedwait", NULL, none, call_cnd_timedwait, set_flag, false },
 	{ "pthread_barrier_wait", NULL, none, call_barrier_wait, meet_barrier, false },
 	{ "sem_wait", post_sem, none, call_sem_wait, post_sem, false },
 	{ "sem_timedwait", post_sem, none, call_sem_timedwait, post_sem, false },
