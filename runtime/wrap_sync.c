@@ -647,24 +647,42 @@ TDSHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *barrier)
 }
 
 /* Whether it will wait is unknown: BLOCKED for the whole call. */
-static int join_passed_through(pthread_t thread, void **result)
+static int join_passed_through(pthread_t thread, void **result, const void *site)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_join);
-	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_join), thread);
+	TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_join), thread, site);
 	return tdshim_real_pthread_join(thread, result);
 }
 
-TDSHIM_EXPORT int pthread_join(pthread_t thread, void **result)
+static inline __attribute__((always_inline)) int join_from(pthread_t thread, void **result, const void *site)
 {
 	if (caa_unlikely(CMM_LOAD_SHARED(tries_unseen)))
-		return join_passed_through(thread, result);
+		return join_passed_through(thread, result, site);
 	int error = pthread_tryjoin_np(thread, result);
 
 	if (error != EBUSY)
 		return error;
 	TDSHIM_REQUIRE_PTHREAD(pthread_join);
-	TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_join), thread);
+	TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_join), thread, site);
 	return tdshim_real_pthread_join(thread, result);
+}
+
+TDSHIM_EXPORT int pthread_join(pthread_t thread, void **result)
+{
+	return join_from(thread, result, TDSHIM_CALL_SITE());
+}
+
+/* C11's join is glibc's pthread join, called inside libc (runtime/
+ * wrap_mutex.c: the C11 calls); its int result is the start routine's
+ * return value cut to an int, as glibc's. */
+TDSHIM_EXPORT int thrd_join(thrd_t thread, int *result)
+{
+	void *value = NULL;
+	int error = join_from((pthread_t)thread, &value, TDSHIM_CALL_SITE());
+
+	if (error == 0 && result)
+		*result = (int)(uintptr_t)value;
+	return tdshim_thrd_result(error);
 }
 
 TDSHIM_EXPORT int pthread_timedjoin_np(pthread_t thread, void **result, const struct timespec *abstime)

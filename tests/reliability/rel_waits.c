@@ -403,6 +403,13 @@ static long call_join(struct fixture *f, int *error)
 
 	return joined(f, r, value, error);
 }
+static long call_thrd_join(struct fixture *f, int *error)
+{
+	int value = 0;
+	int r = thrd_join((thrd_t)f->helper, &value);
+
+	return joined(f, r == thrd_success ? 0 : r, (void *)(long)value, error);
+}
 static long call_timedjoin(struct fixture *f, int *error)
 {
 	struct timespec t = in_seconds(CLOCK_REALTIME, LONG_WAIT_S);
@@ -454,6 +461,14 @@ static long call_nanosleep(struct fixture *f, int *error)
 
 	*error = r < 0 ? errno : 0;
 	return r < 0 ? (left.tv_sec > 0 || left.tv_nsec > 0 ? -100 : -101) : r;
+}
+static long call_thrd_sleep(struct fixture *f, int *error)
+{
+	struct timespec t = { sleep_seconds, 0 }, left = { 0, 0 };
+	int r = thrd_sleep(&t, &left);
+
+	*error = r;
+	return r ? (left.tv_sec > 0 || left.tv_nsec > 0 ? 100 : 101) : 0;
 }
 static long call_clock_nanosleep(struct fixture *f, int *error)
 {
@@ -726,6 +741,7 @@ static const struct wait_case cases[] = {
 	{ "cnd_timedwait", nothing, call_cnd_timedwait, signal_cond, NULL },
 	{ "pthread_barrier_wait", nothing, call_barrier, barrier_arrive, NULL },
 	{ "pthread_join", start_helper, call_join, end_helper, finished_helper },
+	{ "thrd_join", start_helper, call_thrd_join, end_helper, finished_helper },
 	{ "pthread_timedjoin_np", start_helper, call_timedjoin, end_helper, finished_helper },
 	{ "pthread_clockjoin_np", start_helper, call_clockjoin, end_helper, finished_helper },
 	{ "sem_wait", nothing, call_sem_wait, post_sem, post_sem },
@@ -735,6 +751,7 @@ static const struct wait_case cases[] = {
 	{ "usleep", long_sleep, call_usleep, NULL, zero_sleep },
 	{ "nanosleep", long_sleep, call_nanosleep, NULL, zero_sleep },
 	{ "clock_nanosleep", long_sleep, call_clock_nanosleep, NULL, zero_sleep },
+	{ "thrd_sleep", long_sleep, call_thrd_sleep, NULL, zero_sleep },
 	{ "clock_nanosleep_abstime", long_sleep, call_clock_nanosleep_abs, NULL, zero_sleep },
 	{ "poll", nothing, call_poll, fill_pipe, fill_pipe },
 	{ "ppoll", nothing, call_ppoll, fill_pipe, fill_pipe },

@@ -485,6 +485,13 @@ static bool call_join(void)
 	return pthread_join(fx.target, &result) == 0 && result == (void *)7;
 }
 
+static bool call_thrd_join(void)
+{
+	int result;
+
+	return thrd_join((thrd_t)fx.target, &result) == thrd_success && result == 7;
+}
+
 static bool call_timedjoin(void)
 {
 	struct timespec at = far_future(CLOCK_REALTIME);
@@ -698,6 +705,13 @@ static bool call_nanosleep(void)
 	return nanosleep(&length, NULL) == -1 && errno == EINTR && fx.interrupted;
 }
 
+static bool call_thrd_sleep(void)
+{
+	struct timespec length = { .tv_sec = 3600 };
+
+	return thrd_sleep(&length, NULL) == -1 && fx.interrupted;
+}
+
 static bool call_clock_nanosleep(void)
 {
 	struct timespec length = { .tv_sec = 3600 };
@@ -811,6 +825,7 @@ static const struct call_case cases[] = {
 	{ "sem_timedwait", post_sem, none, call_sem_timedwait, post_sem, false },
 	{ "sem_clockwait", post_sem, none, call_sem_clockwait, post_sem, false },
 	{ "pthread_join", finished_target, blocked_target, call_join, open_gate, false },
+	{ "thrd_join", finished_target, blocked_target, call_thrd_join, open_gate, false },
 	{ "pthread_timedjoin_np", finished_target, blocked_target, call_timedjoin, open_gate, false },
 	{ "pthread_clockjoin_np", finished_target, blocked_target, call_clockjoin, open_gate, false },
 	{ "poll", write_pipe, none, call_poll, write_pipe, false },
@@ -847,6 +862,7 @@ static const struct call_case cases[] = {
 	{ "usleep", NULL, none, call_usleep, interrupt_caller, true },
 	{ "nanosleep", NULL, none, call_nanosleep, interrupt_caller, true },
 	{ "clock_nanosleep", NULL, none, call_clock_nanosleep, interrupt_caller, true },
+	{ "thrd_sleep", NULL, none, call_thrd_sleep, interrupt_caller, true },
 	{ "syscall", NULL, none, call_syscall, wake_futex, false },
 };
 
