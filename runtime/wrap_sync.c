@@ -674,13 +674,14 @@ TDSHIM_EXPORT int pthread_join(pthread_t thread, void **result)
 
 /* C11's join is glibc's pthread join, called inside libc (runtime/
  * wrap_mutex.c: the C11 calls); its int result is the start routine's
- * return value cut to an int, as glibc's. */
+ * return value cut to an int, written whatever the join's outcome, as
+ * glibc's (which writes an uninitialized value on failure; 0 here). */
 TDSHIM_EXPORT int thrd_join(thrd_t thread, int *result)
 {
 	void *value = NULL;
 	int error = join_from((pthread_t)thread, &value, TDSHIM_CALL_SITE());
 
-	if (error == 0 && result)
+	if (result)
 		*result = (int)(uintptr_t)value;
 	return tdshim_thrd_result(error);
 }
