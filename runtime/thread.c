@@ -449,18 +449,7 @@ TDSHIM_EXPORT int thrd_create(thrd_t *thread, thrd_start_t start_routine, void *
 		return thrd_error;
 	if (caa_unlikely(tdshim_standing_down || !tdshim_real_pthread_create))
 		return tdshim_real_thrd_create(thread, start_routine, argument);
-	switch (create_thread(thread, NULL, NULL, start_routine, argument)) {
-	case 0:
-		return thrd_success;
-	case ENOMEM:
-		return thrd_nomem;
-	case ETIMEDOUT:
-		return thrd_timedout;
-	case EBUSY:
-		return thrd_busy;
-	default:
-		return thrd_error;
-	}
+	return tdshim_thrd_result(create_thread(thread, NULL, NULL, start_routine, argument));
 }
 
 static bool is_signal_frame(struct _Unwind_Context *context)
