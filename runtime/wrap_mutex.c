@@ -200,20 +200,24 @@ __attribute__((noinline)) static int lock_other_type(pthread_mutex_t *mutex, con
 	return lock_other_type_timed(mutex, site, NULL);
 }
 
-/* The fast path is a leaf: a CAS and two stores, no call, no frame. */
-static inline __attribute__((always_inline)) int mutex_lock_from(pthread_mutex_t *mutex, const void *site)
+/* The fast path: a CAS and two stores, no call.  Always inlined into the
+ * exported lock calls, where TDSHIM_CALL_SITE() is their caller (GCC's
+ * __builtin_return_address in an inlined function gives the enclosing
+ * function's): read in the slow branches only, not before the CAS, which
+ * the compiler would not move a load across. */
+static inline __attribute__((always_inline)) int mutex_lock_inlined(pthread_mutex_t *mutex)
 {
 	if (caa_unlikely(!is_default_mutex(mutex)))
-		return lock_other_type(mutex, site);
+		return lock_other_type(mutex, TDSHIM_CALL_SITE());
 	if (caa_unlikely(uatomic_cmpxchg(&mutex->__data.__lock, 0, 1) != 0))
-		return lock_default_contended(mutex, site);
+		return lock_default_contended(mutex, TDSHIM_CALL_SITE());
 	record_ownership(mutex);
 	return 0;
 }
 
 TDSHIM_FAST_PATH TDSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
 {
-	return mutex_lock_from(mutex, TDSHIM_CALL_SITE());
+	return mutex_lock_inlined(mutex);
 }
 
 static int timedlock(pthread_mutex_t *mutex, const struct timespec *abstime, const void *site)
@@ -458,7 +462,7 @@ int tdshim_thrd_result(int error)
 
 TDSHIM_EXPORT int mtx_lock(mtx_t *mutex)
 {
-	return tdshim_thrd_result(mutex_lock_from((pthread_mutex_t *)mutex, TDSHIM_CALL_SITE()));
+	return tdshim_thrd_result(mutex_lock_inlined((pthread_mutex_t *)mutex));
 }
 
 TDSHIM_EXPORT int mtx_timedlock(mtx_t *__restrict mutex, const struct timespec *__restrict time_point)
