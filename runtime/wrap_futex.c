@@ -62,11 +62,19 @@ __attribute__((noinline)) static long futex_wait_call(long a1, long a2, long a3,
 	int command = (int)a2 & FUTEX_CMD_MASK;
 	const struct timespec *timeout = (const struct timespec *)a4;
 
-	/* A requeue-PI waiter is woken on the PI futex (a5). */
-	TDSHIM_WAIT_SCOPE_FULL(TDSHIM_KIND(syscall), a1, command == FUTEX_WAIT_REQUEUE_PI ? (const void *)a5 : NULL,
+	bool plain = command == FUTEX_WAIT || command == FUTEX_WAIT_BITSET;
+	/* A requeue-PI waiter is woken on the PI futex (a5).  A plain wait
+	 * claims a wake-one's entry of the word's ring, or takes the slot's
+	 * stamp of a wake of several: the later (stamp_futex_wake). */
+	TDSHIM_WAIT_SCOPE_FULL(TDSHIM_KIND(syscall), a1,
+			       command == FUTEX_WAIT_REQUEUE_PI ? (const void *)a5 : plain ? (const void *)a1 : NULL,
 			       site);
 	long result = tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
 	int error = result == -1 ? *tdshim_errno() : 0;
+
+	/* Only a sleep a wake ended claims: one cut short by a signal or a
+	 * timeout would take another waiter's entry. */
+	tdshim_scope_.claims_stamp = plain && result == 0;
 
 	/* The word had changed already: the call never slept, its time was
 	 * on a CPU (docs/CONTRACT.md §2: a call that does not wait is no wait). */
@@ -102,13 +110,25 @@ __attribute__((noinline)) static long futex_waitv_call(long a1, long a2, long a3
  * withdraw it: a wait already in progress that the kernel ends otherwise
  * (a signal, another process) would take it.  A clock read does not touch
  * errno. */
-static void stamp_futex_wake(long a1, long a2, long a5, struct tdshim_stamp kept[2])
+static void stamp_futex_wake(long a1, long a2, long a3, long a5, struct tdshim_stamp kept[2])
 {
-	int words = futex_woken_words((int)a2 & FUTEX_CMD_MASK);
+	int command = (int)a2 & FUTEX_CMD_MASK, words = futex_woken_words(command);
 
 	if (words == 0 || !tdshim_gathering())
 		return;
-	tdshim_wake_stamp_keep((const void *)a1, &kept[0]);
+	/* A wake of one waiter (a Rust or C++ lock's release, a notify_one)
+	 * takes an entry of the word's claim ring, which that waiter claims
+	 * (futex_wait_call): with one slot, each waiter woken into a full run
+	 * queue found there the stamps of the wakes made while it waited for
+	 * a CPU, and counted that wait blocked (a Rust Mutex queue read
+	 * 0.91-0.95 of the kernel).  A waiter that sleeps on the word other
+	 * than through syscall() claims nothing: a later waiter may take its
+	 * entry (runtime/wake.c; the default mutex counts such waits, which a
+	 * futex word's cannot). */
+	if ((command == FUTEX_WAKE || command == FUTEX_WAKE_BITSET) && (int)a3 == 1)
+		tdshim_wake_stamp_one_keep((const void *)a1, &kept[0]);
+	else
+		tdshim_wake_stamp_keep((const void *)a1, &kept[0]);
 	if (words == 2)
 		tdshim_wake_stamp_keep((const void *)a5, &kept[1]);
 }
@@ -128,7 +148,7 @@ __attribute__((noinline)) static long tracked_syscall(long number, long a1, long
 	if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
 		return futex_wait_call(a1, a2, a3, a4, a5, a6, site);
 	struct tdshim_stamp kept[2] = { { 0 }, { 0 } };
-	stamp_futex_wake(a1, a2, a5, kept);
+	stamp_futex_wake(a1, a2, a3, a5, kept);
 	long result = tdshim_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
 	if (result <= 0) {
 		tdshim_wake_withdraw(&kept[0]);

@@ -55,6 +55,12 @@
  *                      run again: 1.18-1.19; settled at the end of the
  *                      wake unless read, and a sleep's whole CPU given
  *                      back: 1.01-1.02)
+ *   futex-queue        mutex-queue on a lock of Rust std's kind (a futex
+ *                      word; waits and wakes through libc's syscall()):
+ *                      within 5% (one stamp slot per word gave each
+ *                      woken waiter the newest wake's stamp, made while
+ *                      it waited for a CPU: 0.89-0.92; a wake of one
+ *                      waiter claimed from the word's ring: 0.99)
  *   timer-idle         a thread that spins 100 us and sleeps 400 us in
  *                      nanosleep, alone on its CPU: runnable time within
  *                      15% of its kernel CPU + run-queue time (dated at the
@@ -579,6 +585,8 @@ int main(int argc, char **argv)
 		return runnable_as_kernel("remote-idle", 0.15);
 	if (!strcmp(mode, "remote-pool"))
 		return runnable_as_kernel("remote-pool", 0.10);
+	if (!strcmp(mode, "futex-queue"))
+		return runnable_as_kernel("futex-queue", 0.05);
 	if (!strcmp(mode, "queued-posts"))
 		return runnable_as_kernel("queued-posts", 0.10);
 	if (!strcmp(mode, "racing-posts"))
@@ -603,6 +611,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|remote-pool|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|remote-pool|futex-queue|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
 	return 2;
 }

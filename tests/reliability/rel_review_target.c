@@ -27,6 +27,8 @@
  *                  condvar every 250 us, spinning between, and a worker
  *                  pinned to CPU 1, idle between its 50 us tasks (both
  *                  SCHED_OTHER); prints both threads' kernel figures
+ *   futex-queue    mutex-queue's shape on a lock of Rust's kind: a
+ *                  futex word, waits and wakes through libc's syscall()
  *   timer-idle     1 s of a thread on CPU 1 (SCHED_OTHER) that spins
  *                  100 us and sleeps 400 us in nanosleep, main asleep
  *                  on CPU 0; prints the thread's kernel figures
@@ -754,18 +756,27 @@ static pthread_mutex_t mq_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int mq_stop;
 static bool mq_c11; /* threads 1-3 lock with C11's mtx_lock */
 static double mq_cpu[4], mq_wait[4];
+static int fq_word;
+static bool fq_futex; /* the lock is futex_lock's (futex-queue) */
+static void futex_lock(int *futex_word);
+static void futex_unlock(int *futex_word);
 
 static void *mq_thread(void *arg)
 {
 	int me = (int)(long)arg;
 
 	while (!mq_stop) {
-		if (mq_c11 && me > 0)
+		if (fq_futex)
+			futex_lock(&fq_word);
+		else if (mq_c11 && me > 0)
 			mtx_lock((mtx_t *)&mq_lock);
 		else
 			pthread_mutex_lock(&mq_lock);
 		spin_ns(mq_c11 ? 200000 : 10000);
-		pthread_mutex_unlock(&mq_lock);
+		if (fq_futex)
+			futex_unlock(&fq_word);
+		else
+			pthread_mutex_unlock(&mq_lock);
 		if (mq_c11)
 			pause_ns(100000);
 		else
@@ -773,6 +784,29 @@ static void *mq_thread(void *arg)
 	}
 	own_schedstat(&mq_cpu[me], &mq_wait[me]);
 	return NULL;
+}
+
+/* Rust std's Mutex, as its futex lock does it: 0 free, 1 held, 2 held
+ * with waiters; a contended release wakes one through libc's syscall(). */
+
+static void futex_lock(int *futex_word)
+{
+	int seen = __sync_val_compare_and_swap(futex_word, 0, 1);
+
+	if (seen == 0)
+		return;
+	if (seen != 2)
+		seen = __sync_lock_test_and_set(futex_word, 2);
+	while (seen != 0) {
+		syscall(SYS_futex, futex_word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+		seen = __sync_lock_test_and_set(futex_word, 2);
+	}
+}
+
+static void futex_unlock(int *futex_word)
+{
+	if (__sync_lock_test_and_set(futex_word, 0) == 2)
+		syscall(SYS_futex, futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 static int mutex_queue(bool c11)
@@ -817,6 +851,10 @@ int main(int argc, char **argv)
 		return remote_idle();
 	if (!strcmp(mode, "remote-pool"))
 		return remote_pool();
+	if (!strcmp(mode, "futex-queue")) {
+		fq_futex = true;
+		return mutex_queue(false);
+	}
 	if (!strcmp(mode, "queued-posts"))
 		return queued_posts();
 	if (!strcmp(mode, "racing-posts"))
@@ -829,6 +867,6 @@ int main(int argc, char **argv)
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|remote-pool|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|remote-pool|futex-queue|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
 	return 2;
 }
