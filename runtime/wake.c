@@ -24,16 +24,7 @@
  * call.  A wake that reaches an idle CPU is another matter (the kernel
  * counts the thread runnable only when that CPU takes the wake, 15 us or
  * more later on a halted virtual CPU): the waiter sees the stamp's CPU
- * and runtime/thread.c dates such a wake from its own return.  And a
- * waker whose wake woke someone settles its stamp: moves it to the end of
- * the wake (on a virtual machine, sending a wake to a halted CPU takes
- * the waker ~40 us inside the call), unless a waiter has read it already
- * or the end is more than TDSHIM_SETTLE_MAX_NS after the stamp
- * (a reader marks a slot with the claimed bit; a ring entry's claim
- * marks it): a woken thread that preempted its waker, or returned on
- * another CPU first, keeps what it read, and no next wait of it can find
- * a stamp settled after its start from the wake that ended its last one,
- * as the compare-and-swap fails once it was read.  A waiter
+ * and runtime/thread.c dates such a wake from its own return.  A waiter
  * reading a stamp from a wake that was not its own only ever gets a time
  * inside its wait (it checks).
  */
@@ -241,30 +232,13 @@ TDSHIM_BLOCKING_PATH bool tdshim_wake_all_claim(const void *object)
 	return CMM_LOAD_SHARED(unclaimed[ring_index(mix(object))].waits) == 0;
 }
 
-TDSHIM_BLOCKING_PATH void tdshim_wake_settle(const struct tdshim_stamp *kept)
-{
-	/* Read already (a preempting wakee, a waiter on another CPU that
-	 * returned first): it stays as it was read, and no clock is read. */
-	if (!kept->slot || CMM_LOAD_SHARED(*kept->slot) != kept->written)
-		return;
-	uint64_t now = (tdshim_stamp_ns() >> TIME_SHIFT) & TIME_MASK, then = kept->written >> TIME_AT;
-	/* Much later: the waker was preempted after its wake, while its
-	 * waiter may wait for a CPU; the stamp of before the wake stays. */
-	if (((now - then) & TIME_MASK) > TDSHIM_SETTLE_MAX_NS >> TIME_SHIFT)
-		return;
-	uatomic_cmpxchg(kept->slot, kept->written, (kept->written & ((UINT64_C(1) << TIME_AT) - 1)) | now << TIME_AT);
-}
-
 TDSHIM_BLOCKING_PATH uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu)
 {
 	uint64_t hash = mix(object);
-	uint64_t *at = &wake_slots[hash % WAKE_SLOTS];
-	uint64_t slot = CMM_LOAD_SHARED(*at);
+	uint64_t slot = CMM_LOAD_SHARED(wake_slots[hash % WAKE_SLOTS]);
 
 	if (!units_after(slot, hash, since))
 		return 0;
-	if (!(slot & CLAIMED_BIT))
-		uatomic_cmpxchg(at, slot, slot | CLAIMED_BIT);
 	return stamp_time(slot, since, waker_cpu);
 }
 

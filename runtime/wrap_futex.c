@@ -153,9 +153,6 @@ __attribute__((noinline)) static long tracked_syscall(long number, long a1, long
 	if (result <= 0) {
 		tdshim_wake_withdraw(&kept[0]);
 		tdshim_wake_withdraw(&kept[1]);
-	} else {
-		tdshim_wake_settle(&kept[0]);
-		tdshim_wake_settle(&kept[1]);
 	}
 	return result;
 }

@@ -373,8 +373,6 @@ __attribute__((noinline)) static void wake_default_waiter(pthread_mutex_t *mutex
 	}
 	if (tdshim_futex(&mutex->__data.__lock, FUTEX_WAKE_PRIVATE, 1, NULL) <= 0)
 		tdshim_wake_withdraw(&kept);
-	else
-		tdshim_wake_settle(&kept);
 }
 
 static inline __attribute__((always_inline)) int unlock_through_glibc(pthread_mutex_t *mutex)
@@ -391,8 +389,6 @@ static inline __attribute__((always_inline)) int unlock_through_glibc(pthread_mu
 	int error = tdshim_real_pthread_mutex_unlock(mutex);
 	if (error)
 		tdshim_wake_withdraw(&kept);
-	else
-		tdshim_wake_settle(&kept);
 	return error;
 }
 

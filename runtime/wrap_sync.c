@@ -586,11 +586,9 @@ static bool cond_has_waiters(const pthread_cond_t *cond)
 TDSHIM_BLOCKING_PATH TDSHIM_EXPORT int pthread_cond_signal(pthread_cond_t *cond)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_signal);
-	struct tdshim_stamp kept = { 0 };
-	if (cond_has_waiters(cond) && tdshim_gathering())
-		tdshim_wake_stamp_keep(cond, &kept);
+	if (cond_has_waiters(cond))
+		tdshim_wake_stamp_if_gathering(cond);
 	int error = tdshim_real_pthread_cond_signal(cond);
-	tdshim_wake_settle(&kept);
 	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex))
 		tdshim_sync_add(tdshim_sync_entry(cond, TDSTAT_SYNC_COND), TDSHIM_SYNC_cond_signal, 1);
 	return error;
@@ -599,11 +597,9 @@ TDSHIM_BLOCKING_PATH TDSHIM_EXPORT int pthread_cond_signal(pthread_cond_t *cond)
 TDSHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t *cond)
 {
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_broadcast);
-	struct tdshim_stamp kept = { 0 };
-	if (cond_has_waiters(cond) && tdshim_gathering())
-		tdshim_wake_stamp_keep(cond, &kept);
+	if (cond_has_waiters(cond))
+		tdshim_wake_stamp_if_gathering(cond);
 	int error = tdshim_real_pthread_cond_broadcast(cond);
-	tdshim_wake_settle(&kept);
 	if (tdshim_sync_gated(&TDSHIM_SYNC.gate_mutex))
 		tdshim_sync_add(tdshim_sync_entry(cond, TDSTAT_SYNC_COND), TDSHIM_SYNC_cond_broadcast, 1);
 	return error;
@@ -1321,8 +1317,6 @@ static int semaphore_post_waking(sem_t *sem)
 	int operation = (FUTEX_WAKE | FUTEX_PRIVATE_FLAG) ^ semaphore->private_futex;
 	if (tdshim_futex((int *)&semaphore->data, operation, 1, NULL) <= 0)
 		tdshim_wake_withdraw(&kept);
-	else
-		tdshim_wake_settle(&kept);
 	return 0;
 }
 

@@ -45,16 +45,6 @@
  *                      threads' kernel CPU + run-queue time (the waker's
  *                      stamp counted the ~15 us a halted virtual CPU takes
  *                      to take the wake: 1.4x); needs SCHED_FIFO (root)
- *   remote-pool        a feeder that keeps its CPU busy signals a
- *                      condvar every 250 us to a worker on the other CPU,
- *                      which idles between its 50 us tasks: runnable time
- *                      within 10% of the threads' kernel CPU + run-queue
- *                      time (the stamp written before the wake counted
- *                      the time the waker spends sending the wake to a
- *                      halted virtual CPU and the time that CPU takes to
- *                      run again: 1.18-1.19; settled at the end of the
- *                      wake unless read, and a sleep's whole CPU given
- *                      back: 1.01-1.02)
  *   futex-queue        mutex-queue on a lock of Rust std's kind (a futex
  *                      word; waits and wakes through libc's syscall()):
  *                      within 5% (one stamp slot per word gave each
@@ -583,8 +573,6 @@ int main(int argc, char **argv)
 		return expect((const char *const[]){ "preempting-wakee", NULL }, 1, 0, 0.2);
 	if (!strcmp(mode, "remote-idle"))
 		return runnable_as_kernel("remote-idle", 0.15);
-	if (!strcmp(mode, "remote-pool"))
-		return runnable_as_kernel("remote-pool", 0.10);
 	if (!strcmp(mode, "futex-queue"))
 		return runnable_as_kernel("futex-queue", 0.05);
 	if (!strcmp(mode, "queued-posts"))
@@ -611,6 +599,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|remote-pool|futex-queue|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
 	return 2;
 }

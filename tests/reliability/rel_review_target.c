@@ -23,10 +23,6 @@
  *                  CPU 0 and CPU 1, each thread alone on its CPU
  *                  (SCHED_FIFO 2); prints the two threads' kernel
  *                  figures ("cpu SECONDS wait SECONDS")
- *   remote-pool    0.8 s of a feeder pinned to CPU 0 that signals a
- *                  condvar every 250 us, spinning between, and a worker
- *                  pinned to CPU 1, idle between its 50 us tasks (both
- *                  SCHED_OTHER); prints both threads' kernel figures
  *   futex-queue    mutex-queue's shape on a lock of Rust's kind: a
  *                  futex word, waits and wakes through libc's syscall()
  *   timer-idle     1 s of a thread on CPU 1 (SCHED_OTHER) that spins
@@ -453,85 +449,6 @@ static int remote_idle(void)
 	return 0;
 }
 
-/* ---- remote-pool ---- */
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t pool_task = PTHREAD_COND_INITIALIZER;
-static int pool_tasks;
-static volatile int pool_stop;
-static double pool_cpu[2], pool_wait[2];
-
-static void spin_for_ns(long ns);
-
-/* Pinned to `cpu`, at the default policy: a real-time thread's wake-up is
- * queued on its CPU by the waker at once, not handed to that CPU (the
- * kernel's TTWU_QUEUE), and shows none of the delay this mode is about. */
-static bool pin_thread(int cpu)
-{
-	cpu_set_t cpus;
-
-	CPU_ZERO(&cpus);
-	CPU_SET(cpu, &cpus);
-	return pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus) == 0;
-}
-
-
-static void *pool_worker(void *arg)
-{
-	(void)arg;
-	pin_thread(1);
-	pthread_mutex_lock(&pool_lock);
-	while (!pool_stop) {
-		if (pool_tasks == 0) {
-			pthread_cond_wait(&pool_task, &pool_lock);
-			continue;
-		}
-		pool_tasks--;
-		pthread_mutex_unlock(&pool_lock);
-		spin_for_ns(50000);
-		pthread_mutex_lock(&pool_lock);
-	}
-	pthread_mutex_unlock(&pool_lock);
-	own_schedstat(&pool_cpu[1], &pool_wait[1]);
-	return NULL;
-}
-
-static int remote_pool(void)
-{
-	pthread_t worker;
-	struct timespec start, now;
-
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !pin_thread(0))
-		return 77;
-	pthread_create(&worker, NULL, pool_worker, NULL);
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	do {
-		pthread_mutex_lock(&pool_lock);
-		pool_tasks++;
-		pthread_cond_signal(&pool_task);
-		pthread_mutex_unlock(&pool_lock);
-		spin_for_ns(250000);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 800000000L);
-	pthread_mutex_lock(&pool_lock);
-	pool_stop = 1;
-	pthread_cond_signal(&pool_task);
-	pthread_mutex_unlock(&pool_lock);
-	pthread_join(worker, NULL);
-	own_schedstat(&pool_cpu[0], &pool_wait[0]);
-	printf("cpu %.6f wait %.6f\n", pool_cpu[0] + pool_cpu[1], pool_wait[0] + pool_wait[1]);
-	return 0;
-}
-
-static void spin_for_ns(long ns)
-{
-	struct timespec start, now;
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	do
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < ns);
-}
-
 /* ---- queued-posts ---- */
 static sem_t qp_sem;
 static volatile int qp_stop;
@@ -849,8 +766,6 @@ int main(int argc, char **argv)
 		return remote_busy();
 	if (!strcmp(mode, "remote-idle"))
 		return remote_idle();
-	if (!strcmp(mode, "remote-pool"))
-		return remote_pool();
 	if (!strcmp(mode, "futex-queue")) {
 		fq_futex = true;
 		return mutex_queue(false);
@@ -867,6 +782,6 @@ int main(int argc, char **argv)
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|remote-pool|futex-queue|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
 	return 2;
 }
