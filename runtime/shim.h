@@ -220,17 +220,22 @@ static inline bool tdshim_gathering(void)
 void tdshim_wake_stamp(const void *object);
 struct tdshim_stamp {
 	uint64_t *slot, before, written;
+	uint64_t *slot2, before2, written2; /* a wake of one's slot copy */
 };
 void tdshim_wake_stamp_keep(const void *object, struct tdshim_stamp *kept);
 void tdshim_wake_withdraw(const struct tdshim_stamp *kept);
 /* The stamp of `object` after `since` (0: none), and the field naming
  * its waker's CPU, which tdshim_wake_from_other_cpu() compares with this
  * thread's. */
-uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu);
+uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu, bool *one);
 /* The same for wakes of exactly one waiter, kept several per object
  * (runtime/wake.c): the waker's stamp, and the waiter's claim of the
  * earliest one after `since` that nobody claimed (else the latest). */
 void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept);
+/* The same, and a copy in the object's slot, marked as a wake of one
+ * (lookup's `one`): what a claiming waiter whose entry other wakes of its
+ * ring overwrote takes instead (runtime/thread.c, wait_woken). */
+void tdshim_wake_stamp_one_and_slot_keep(const void *object, struct tdshim_stamp *kept);
 uint64_t tdshim_wake_claim(const void *object, uint64_t since, unsigned int *waker_cpu);
 bool tdshim_wake_from_other_cpu(unsigned int waker_cpu);
 /* Waits that may sleep on a default mutex's word inside glibc, where

@@ -934,11 +934,21 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 		return late_wake(expiry, TDSHIM_LATE_TIMER_NS);
 	}
 	unsigned int waker_cpu = 0;
+	bool claimed = false;
 	for (int i = 0; i < 2; i++) {
 		unsigned int cpu = 0;
+		bool one = false;
 		uint64_t stamp = !scope->wake_keys[i]                ? 0
 				 : i == 0 && scope->claims_stamp ? tdshim_wake_claim(scope->wake_keys[i], since, &cpu)
-								 : tdshim_wake_lookup(scope->wake_keys[i], since, &cpu);
+								 : tdshim_wake_lookup(scope->wake_keys[i], since, &cpu, &one);
+		if (i == 0 && scope->claims_stamp && stamp > since)
+			claimed = true;
+		/* A wake of one's copy in the slot is the newest such wake's,
+		 * not necessarily this waiter's: only when the ring no longer
+		 * holds an entry to claim (other wakes of its ring wrote over
+		 * it while this thread waited for a CPU). */
+		if (one && claimed)
+			continue;
 		if (stamp > since && stamp > woken) {
 			woken = stamp;
 			waker_cpu = cpu;

@@ -126,7 +126,16 @@ TDSHIM_BLOCKING_PATH void tdshim_wake_stamp(const void *object)
 	tdshim_wake_stamp_keep(object, &kept);
 }
 
+static void withdraw_entry(const struct tdshim_stamp *kept);
+
 TDSHIM_BLOCKING_PATH void tdshim_wake_withdraw(const struct tdshim_stamp *kept)
+{
+	if (kept->slot2)
+		uatomic_cmpxchg(kept->slot2, kept->written2, kept->before2);
+	withdraw_entry(kept);
+}
+
+static void withdraw_entry(const struct tdshim_stamp *kept)
 {
 	if (!kept->slot)
 		return;
@@ -192,6 +201,21 @@ TDSHIM_BLOCKING_PATH void tdshim_wake_stamp_one_keep(const void *object, struct 
 	TDSHIM_PROFILE_END(stamp, TDSHIM_PROFILE_STAMP);
 }
 
+/* A slot's word written by a wake of one (a ring entry's copy): the bit
+ * that marks a ring's entry claimed, which slots do not use otherwise. */
+#define ONE_BIT CLAIMED_BIT
+
+TDSHIM_BLOCKING_PATH void tdshim_wake_stamp_one_and_slot_keep(const void *object, struct tdshim_stamp *kept)
+{
+	uint64_t hash = mix(object);
+
+	tdshim_wake_stamp_one_keep(object, kept);
+	kept->slot2 = &wake_slots[hash % WAKE_SLOTS];
+	kept->before2 = CMM_LOAD_SHARED(*kept->slot2);
+	kept->written2 = kept->written | ONE_BIT;
+	CMM_STORE_SHARED(*kept->slot2, kept->written2);
+}
+
 /* The slot keeps the time's low TIME_BITS (16 ns units, 104 days since
  * the claimed bit took one); the rest comes from `since`, the start of
  * the wait: a stamp of this wait is after it.  One older than `since`
@@ -232,13 +256,15 @@ TDSHIM_BLOCKING_PATH bool tdshim_wake_all_claim(const void *object)
 	return CMM_LOAD_SHARED(unclaimed[ring_index(mix(object))].waits) == 0;
 }
 
-TDSHIM_BLOCKING_PATH uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu)
+TDSHIM_BLOCKING_PATH uint64_t tdshim_wake_lookup(const void *object, uint64_t since, unsigned int *waker_cpu,
+					      bool *one)
 {
 	uint64_t hash = mix(object);
 	uint64_t slot = CMM_LOAD_SHARED(wake_slots[hash % WAKE_SLOTS]);
 
 	if (!units_after(slot, hash, since))
 		return 0;
+	*one = (slot & ONE_BIT) != 0;
 	return stamp_time(slot, since, waker_cpu);
 }
 

@@ -99,9 +99,26 @@ __attribute__((noinline)) static long futex_wait_call(long a1, long a2, long a3,
 	return result;
 }
 
+/* futex_waitv waits in progress: their words are not read here (the
+ * kernel reads them), so while any is, a wake of one stamps the slot, as
+ * a wake of several: a waitv waiter claims no entry, and one it left
+ * would be taken by a plain waiter of the same word as its own (a plain
+ * waiter and a waitv one woken in turn read 0.51-0.57 runnable against
+ * the kernel's 0.01; helper-60). */
+static unsigned int waitv_waits;
+
+static void waitv_wait_end(const bool *counted)
+{
+	if (*counted)
+		uatomic_dec(&waitv_waits);
+}
+
 __attribute__((noinline)) static long futex_waitv_call(long a1, long a2, long a3, long a4, long a5, long a6,
 						       const void *site)
 {
+	bool counted __attribute__((cleanup(waitv_wait_end))) = true;
+
+	uatomic_inc(&waitv_waits);
 	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(syscall), a1, site);
 	return tdshim_real_syscall(SYS_futex_waitv, a1, a2, a3, a4, a5, a6);
 }
@@ -121,12 +138,17 @@ static void stamp_futex_wake(long a1, long a2, long a3, long a5, struct tdshim_s
 	 * (futex_wait_call): with one slot, each waiter woken into a full run
 	 * queue found there the stamps of the wakes made while it waited for
 	 * a CPU, and counted that wait blocked (a Rust Mutex queue read
-	 * 0.91-0.95 of the kernel).  A waiter that sleeps on the word other
-	 * than through syscall() claims nothing: a later waiter may take its
+	 * 0.91-0.95 of the kernel).  A copy goes to the slot, for a waiter
+	 * whose entry other wakes of its ring wrote over (24 words of one
+	 * ring woken in bursts read 0.56-0.58 of the kernel without it;
+	 * helper-60).  While a futex_waitv is in progress, the slot alone.  A
+	 * waiter that sleeps on the word other than through syscall() (an
+	 * inline system call) claims nothing: a later waiter may take its
 	 * entry (runtime/wake.c; the default mutex counts such waits, which a
 	 * futex word's cannot). */
-	if ((command == FUTEX_WAKE || command == FUTEX_WAKE_BITSET) && (int)a3 == 1)
-		tdshim_wake_stamp_one_keep((const void *)a1, &kept[0]);
+	if ((command == FUTEX_WAKE || command == FUTEX_WAKE_BITSET) && (int)a3 == 1 &&
+	    CMM_LOAD_SHARED(waitv_waits) == 0)
+		tdshim_wake_stamp_one_and_slot_keep((const void *)a1, &kept[0]);
 	else
 		tdshim_wake_stamp_keep((const void *)a1, &kept[0]);
 	if (words == 2)

@@ -51,6 +51,13 @@
  *                      woken waiter the newest wake's stamp, made while
  *                      it waited for a CPU: 0.89-0.92; a wake of one
  *                      waiter claimed from the word's ring: 0.99)
+ *   futex-waitv-mix    a futex_waitv waiter and a plain FUTEX_WAIT waiter
+ *                      of one word, woken in turn every 5 ms: runnable
+ *                      <= 0.15 (the plain waiter claimed the ring entry
+ *                      the waitv one left: 0.51-0.57; helper-60)
+ *   futex-ring-collide 24 words of one claim ring woken in bursts: within
+ *                      10% (entries written over by the other words'
+ *                      wakes, and no slot copy: 0.56-0.58; helper-60)
  *   timer-idle         a thread that spins 100 us and sleeps 400 us in
  *                      nanosleep, alone on its CPU: runnable time within
  *                      15% of its kernel CPU + run-queue time (dated at the
@@ -575,6 +582,10 @@ int main(int argc, char **argv)
 		return runnable_as_kernel("remote-idle", 0.15);
 	if (!strcmp(mode, "futex-queue"))
 		return runnable_as_kernel("futex-queue", 0.05);
+	if (!strcmp(mode, "futex-waitv-mix"))
+		return expect((const char *const[]){ "futex-waitv-mix", NULL }, 0, 0, 0.15);
+	if (!strcmp(mode, "futex-ring-collide"))
+		return runnable_as_kernel("futex-ring-collide", 0.10);
 	if (!strcmp(mode, "queued-posts"))
 		return runnable_as_kernel("queued-posts", 0.10);
 	if (!strcmp(mode, "racing-posts"))
@@ -599,6 +610,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
 	return 2;
 }

@@ -25,6 +25,11 @@
  *                  figures ("cpu SECONDS wait SECONDS")
  *   futex-queue    mutex-queue's shape on a lock of Rust's kind: a
  *                  futex word, waits and wakes through libc's syscall()
+ *   futex-waitv-mix  a futex_waitv waiter and a FUTEX_WAIT waiter of one
+ *                  word, woken one at a time every 5 ms, for 1 s
+ *   futex-ring-collide  24 workers parked each on a futex word of its
+ *                  own, all in one of the shim's claim rings, woken in
+ *                  bursts every 5 ms (300 us of CPU each), 0.75 s
  *   timer-idle     1 s of a thread on CPU 1 (SCHED_OTHER) that spins
  *                  100 us and sleeps 400 us in nanosleep, main asleep
  *                  on CPU 0; prints the thread's kernel figures
@@ -745,6 +750,137 @@ static int mutex_queue(bool c11)
 	return 0;
 }
 
+/* ---- futex-waitv-mix, futex-ring-collide (helper-60) ---- */
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+struct waitv_entry {
+	uint64_t val, uaddr;
+	uint32_t flags, reserved;
+};
+static unsigned int wm_word;
+
+static void *wm_waitv_waiter(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct waitv_entry entry = { __atomic_load_n(&wm_word, __ATOMIC_SEQ_CST), (uint64_t)(uintptr_t)&wm_word,
+					     2 | 128 /* FUTEX2_SIZE_U32 | FUTEX2_PRIVATE */, 0 };
+		if (syscall(SYS_futex_waitv, &entry, 1, 0, NULL, CLOCK_MONOTONIC) == -1 && errno == ENOSYS)
+			return NULL;
+	}
+	return NULL;
+}
+
+static void *wm_plain_waiter(void *arg)
+{
+	(void)arg;
+	for (;;)
+		syscall(SYS_futex, &wm_word, FUTEX_WAIT_PRIVATE, __atomic_load_n(&wm_word, __ATOMIC_SEQ_CST), NULL, NULL, 0);
+	return NULL;
+}
+
+/* A futex_waitv waiter and a plain FUTEX_WAIT waiter of one word, woken
+ * one at a time every 5 ms (the kernel wakes them in turn), for 1 s. */
+static int futex_waitv_mix(void)
+{
+	pthread_t a, b;
+
+	pthread_create(&a, NULL, wm_waitv_waiter, NULL);
+	pause_ns(1000000);
+	pthread_create(&b, NULL, wm_plain_waiter, NULL);
+	pause_ns(1000000);
+	for (int i = 0; i < 200; i++) {
+		pause_ns(5000000);
+		__atomic_fetch_add(&wm_word, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &wm_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
+	return 0;
+}
+
+#define RC_WORKERS 24
+static unsigned int rc_pool[1 << 20];
+static unsigned int *rc_words[RC_WORKERS];
+static volatile int rc_stop;
+static double rc_cpu[RC_WORKERS + 1], rc_wait[RC_WORKERS + 1];
+
+/* The shim's hash of an address (runtime/wake.c), to pick words that
+ * share one of its 512 claim rings, with distinct slots and tags. */
+static uint64_t shim_mix(const void *object)
+{
+	uint64_t x = (uint64_t)(uintptr_t)object;
+
+	x ^= x >> 29;
+	x *= UINT64_C(0xbf58476d1ce4e5b9);
+	x ^= x >> 32;
+	return x;
+}
+
+static void *rc_worker(void *arg)
+{
+	int me = (int)(long)arg;
+	unsigned int *mine = rc_words[me];
+
+	while (!rc_stop) {
+		while (!rc_stop && __atomic_load_n(mine, __ATOMIC_ACQUIRE) == 0)
+			syscall(SYS_futex, mine, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+		struct timespec start, now;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+		do
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+		while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 300000);
+		__atomic_store_n(mine, 0, __ATOMIC_RELEASE);
+	}
+	own_schedstat(&rc_cpu[me], &rc_wait[me]);
+	return NULL;
+}
+
+/* Rust's park/unpark in a pool: 24 workers each parked on a word of its
+ * own, all 24 words in one claim ring, woken in bursts every 5 ms. */
+static int futex_ring_collide(void)
+{
+	pthread_t workers[RC_WORKERS];
+	uint64_t tags = 0;
+	static unsigned char slot_used[4096];
+	unsigned int ring = (unsigned int)((shim_mix(&rc_pool[0]) >> 32) % 512);
+	int found = 0;
+	double cpu = 0, wait = 0;
+
+	for (size_t i = 0; i < sizeof(rc_pool) / sizeof(rc_pool[0]) && found < RC_WORKERS; i += 16) {
+		uint64_t hash = shim_mix(&rc_pool[i]);
+
+		if ((hash >> 32) % 512 != ring || (tags >> (hash >> 58) & 1) || slot_used[hash % 4096])
+			continue;
+		tags |= UINT64_C(1) << (hash >> 58);
+		slot_used[hash % 4096] = 1;
+		rc_words[found++] = &rc_pool[i];
+	}
+	if (found < RC_WORKERS)
+		return 77;
+	for (long i = 0; i < RC_WORKERS; i++)
+		pthread_create(&workers[i], NULL, rc_worker, (void *)i);
+	for (int round = 0; round < 150; round++) {
+		for (int i = 0; i < RC_WORKERS; i++) {
+			__atomic_store_n(rc_words[i], 1, __ATOMIC_RELEASE);
+			syscall(SYS_futex, rc_words[i], FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		}
+		pause_ns(5000000);
+	}
+	rc_stop = 1;
+	for (int i = 0; i < RC_WORKERS; i++) {
+		__atomic_store_n(rc_words[i], 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, rc_words[i], FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
+	for (int i = 0; i < RC_WORKERS; i++) {
+		pthread_join(workers[i], NULL);
+		cpu += rc_cpu[i];
+		wait += rc_wait[i];
+	}
+	own_schedstat(&rc_cpu[RC_WORKERS], &rc_wait[RC_WORKERS]);
+	printf("cpu %.6f wait %.6f\n", cpu + rc_cpu[RC_WORKERS], wait + rc_wait[RC_WORKERS]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -766,6 +902,10 @@ int main(int argc, char **argv)
 		return remote_busy();
 	if (!strcmp(mode, "remote-idle"))
 		return remote_idle();
+	if (!strcmp(mode, "futex-waitv-mix"))
+		return futex_waitv_mix();
+	if (!strcmp(mode, "futex-ring-collide"))
+		return futex_ring_collide();
 	if (!strcmp(mode, "futex-queue")) {
 		fq_futex = true;
 		return mutex_queue(false);
@@ -782,6 +922,6 @@ int main(int argc, char **argv)
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
 	return 2;
 }
