@@ -464,33 +464,36 @@ class Bench:
 
     SAMPLER_WARM_S = 1.0
 
-    def run_work(self, mode, sampled, seconds, threads, options=(), command=None):
+    def run_work(self, mode, sampled, seconds, threads, options=(), command=None, sink="file"):
         """One run of `bench-workload MODE THREADS`: its work/s over
         `seconds`, measured (SIGUSR1, bench/workload.c) once a sampler
         started with it has warmed up (its first lines and names are not
         the steady state).  With `sampled`, tdstat -i 0.01 OPTIONS (or
         `command`, which never ends by itself) writes to a file, and the
         lines it printed in those seconds, their bytes and the CPU it used
-        are kept (self.sampler)."""
+        are kept (self.sampler).  With sink "null" the output goes to
+        /dev/null: what tdstat itself costs, without a file system's
+        (lines and bytes are then not counted: 0)."""
         env = self.variant_env("tdstat")
         work = subprocess.Popen([self.workload, mode, str(threads), str(seconds + self.SAMPLER_WARM_S)],
                                 env=env, stdout=subprocess.PIPE, text=True)
         assert work.stdout.readline().strip() == "ready"
         sampler = out = None
         if sampled:
-            out = tempfile.NamedTemporaryFile(prefix="tdstat-bench-", delete=False)
+            out = tempfile.NamedTemporaryFile(prefix="tdstat-bench-", delete=False) if sink == "file" else None
             argv = command or [self.tdstat, "-i", "0.01", *options, str(work.pid)]
-            sampler = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL)
+            sampler = subprocess.Popen(argv, stdout=out or subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(self.SAMPLER_WARM_S)
         work.send_signal(signal.SIGUSR1)
         if sampler:
-            cpu, lines, began = self.process_cpu_s(sampler.pid), self.printed_lines(out.name), time.monotonic()
-            size = os.path.getsize(out.name)
+            cpu, lines, began = self.process_cpu_s(sampler.pid), self.printed_lines(out.name) if out else 0, \
+                time.monotonic()
+            size = os.path.getsize(out.name) if out else 0
             # Ends just before the target's own end, which ends tdstat.
             time.sleep(max(0.1, seconds - 0.1))
             cpu = self.process_cpu_s(sampler.pid) - cpu
-            lines = self.printed_lines(out.name) - lines
-            size = os.path.getsize(out.name) - size
+            lines = self.printed_lines(out.name) - lines if out else 0
+            size = os.path.getsize(out.name) - size if out else 0
             span = time.monotonic() - began
             self.sampler.append((lines / span, cpu / span, cpu / max(lines, 1), size / max(lines, 1)))
             if command:
@@ -501,8 +504,9 @@ class Bench:
             if sampler.poll() is None:
                 sampler.send_signal(signal.SIGINT)
             sampler.wait()
-            out.close()
-            os.unlink(out.name)
+            if out:
+                out.close()
+                os.unlink(out.name)
         return rate
 
     def sampler_row(self, mode, threads, shape, options):
@@ -559,6 +563,25 @@ class Bench:
         threads = 100 if self.args.smoke else 1000
         line_bytes = self.sampler_row("server", threads, shape, ("-t",))
         self.floor_row("server", threads, shape, line_bytes)
+        self.null_row("server", threads, shape, ("-t",))
+
+    def null_row(self, mode, threads, shape, options):
+        """The -t row's sampler with its output to /dev/null: tdstat's own
+        reading and formatting, without the file's writing (the floor
+        row's part).  Not a budget: the split of the row above."""
+        seconds = 0.5 if self.args.smoke else 3.0
+        self.sampler = []
+        command = "tdstat " + " ".join((*options, "-i", "0.01", "PID"))
+        log(f"3d. target slowdown while `{command} > /dev/null` samples it ({threads} threads, {shape})")
+        medians = self.alternate(["without", "with"],
+                                 lambda v: self.run_work(mode, v == "with", seconds, threads, options, sink="null"))
+        slowdown = 1 - medians.ratio("with", "without")
+        share = median(r[1] for r in self.sampler)
+        self.row("3 sampler", f"{threads} threads ({shape}), {seconds:g} s: work/s while `{command} > /dev/null` "
+                 "samples it at 100 Hz (tdstat's own part of the -t row)",
+                 f"unsampled {medians['without']:.0f}/s", f"sampled {medians['with']:.0f}/s",
+                 f"{100 * slowdown:.2f}% slower; tdstat used {100 * share:.2f}% of one CPU, "
+                 f"{1e3 * share / 100:.3f} ms a line at 100 lines/s", "-", "-")
 
     # -- 4. accuracy --------------------------------------------------------------
 
