@@ -196,10 +196,52 @@ static td_err_e header_copy(const struct td_thragent *agent, unsigned char *buff
 }
 
 /*
+ * The control block this agent last read whole, when this copy of the
+ * header holds it byte for byte: no second copy is needed (below).  A
+ * kept block another call is using or replacing is not waited for: the
+ * copy then takes the two-copy rule.
+ */
+static bool control_as_kept(const struct td_thragent *agent, const unsigned char *control)
+{
+	struct td_thragent *mutable = (struct td_thragent *)agent;
+	bool same = false;
+
+	if (pthread_mutex_trylock(&mutable->control_kept.lock) != 0)
+		return false;
+	same = mutable->control_kept.valid &&
+	       memcmp(&mutable->control_kept.control, control, sizeof(mutable->control_kept.control)) == 0;
+	pthread_mutex_unlock(&mutable->control_kept.lock);
+	return same;
+}
+
+static void control_keep(const struct td_thragent *agent, const struct tdstat_control *control)
+{
+	struct td_thragent *mutable = (struct td_thragent *)agent;
+
+	if (control->rewriting != 0 || pthread_mutex_trylock(&mutable->control_kept.lock) != 0)
+		return;
+	mutable->control_kept.control = *control;
+	mutable->control_kept.valid = true;
+	pthread_mutex_unlock(&mutable->control_kept.lock);
+}
+
+/*
  * Two consecutive copies with identical control bytes: every control field
  * held its copied value across the gap between the copies, so together they
  * are the block as it was at one instant (the generation guards against a
  * field changing and changing back).
+ *
+ * The first of the two may be the last block this agent read whole, taken
+ * at an earlier call: one copy that holds it byte for byte is the block
+ * as it stood then and still stands.  Every field of the copy has that
+ * block's value, whenever within the copy it was read; a controller that
+ * began a change during the copy wrote `rewriting` and later the
+ * generation, so a copy that took any of its new values differs, and
+ * one that took none is the block before the change.  So a reader that
+ * samples a target whose control block did not change (every line of
+ * `tdstat` between resets) reads the header once, not twice: on a live
+ * target each read is a system call, most of a snapshot's fixed cost
+ * after a sleep.
  */
 td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_view *view)
 {
@@ -212,6 +254,11 @@ td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_vi
 	uint64_t deadline = 0;
 
 	err = header_copy(agent, copies[0]);
+	if (err == TD_OK && control_as_kept(agent, copies[0] + control)) {
+		memcpy(&view->control, copies[0] + control, sizeof(view->control));
+		memcpy(&view->status, copies[0] + status, sizeof(view->status));
+		return TD_OK;
+	}
 	/* Bounded by count and, past CONTROL_COPIES_MAX (controllers
 	 * rewriting the block without pause, on a loaded machine), by time. */
 	for (attempt = 0; err == TD_OK && attempt < CONTROL_COPIES_HARD_MAX; attempt++) {
@@ -239,6 +286,7 @@ td_err_e tddb_read_header(const struct td_thragent *agent, struct tddb_header_vi
 		if (memcmp(copies[older] + control, copies[newer] + control, sizeof(view->control)) == 0) {
 			memcpy(&view->control, copies[newer] + control, sizeof(view->control));
 			memcpy(&view->status, copies[newer] + status, sizeof(view->status));
+			control_keep(agent, &view->control);
 			return TD_OK;
 		}
 		older = newer;
@@ -651,7 +699,14 @@ static td_err_e image_moment(const struct td_thragent *agent, const struct tddb_
 td_err_e tddb_cache_init(struct td_thragent *agent)
 {
 	memset(&agent->cache, 0, sizeof(agent->cache));
-	return pthread_mutex_init(&agent->cache.lock, NULL) == 0 ? TD_OK : TD_MALLOC;
+	memset(&agent->control_kept, 0, sizeof(agent->control_kept));
+	if (pthread_mutex_init(&agent->control_kept.lock, NULL) != 0)
+		return TD_MALLOC;
+	if (pthread_mutex_init(&agent->cache.lock, NULL) != 0) {
+		pthread_mutex_destroy(&agent->control_kept.lock);
+		return TD_MALLOC;
+	}
+	return TD_OK;
 }
 
 void tddb_cache_free(struct td_thragent *agent)
@@ -662,6 +717,7 @@ void tddb_cache_free(struct td_thragent *agent)
 	free(agent->cache.marks);
 	free(agent->cache.chunks);
 	pthread_mutex_destroy(&agent->cache.lock);
+	pthread_mutex_destroy(&agent->control_kept.lock);
 }
 
 /*

@@ -221,6 +221,15 @@ struct td_thragent {
 	 * count without a path walk (stats.c).  -1: not open. */
 	int task_fd;
 	struct tddb_record_cache cache;
+	/* The control block of this agent's last whole reading of the
+	 * header (`rewriting` 0): one copy byte for byte the same is the
+	 * block at one instant, as a second copy would prove
+	 * (region_read.c, tddb_read_header).  `lock` is only ever tried. */
+	struct {
+		pthread_mutex_t lock;
+		bool valid;
+		struct tdstat_control control;
+	} control_kept;
 };
 
 /* A consistent copy of the header's mutable parts. */
