@@ -75,6 +75,7 @@ struct tdshim_thread {
 	bool exited;                  /* tracking ended: never adopt again */
 	bool sample_next_wait;        /* measure the CPU its next sleep takes (thread.c) */
 	unsigned int remote_wakes;    /* wakes from another CPU, dated by that measure */
+	uint64_t switches_looked_ns;  /* a condvar wait's last look at its switches (wrap_sync.c) */
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves
 	 * `anchor`.  `check` (the xor of the other three) tells a whole one

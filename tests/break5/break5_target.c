@@ -51,6 +51,13 @@
  *                  the stamp; 50 rounds
  *   ring TOKENS    6 threads pass TOKENS tokens round a ring (15 us of
  *                  work a turn), no placement: a comparison shape
+ *   cond-preempted a pthread_cond_wait whose release of the mutex wakes
+ *                  a waiter of higher priority on the same CPU: queued
+ *                  2 ms inside the call, it returns to a signal sent
+ *                  meanwhile without sleeping (runnable all along, for
+ *                  the kernel and now for the shim: the thread's count of
+ *                  voluntary switches did not move); 100 rounds;
+ *                  SCHED_FIFO
  * Modes that need SCHED_FIFO or 2 CPUs exit 77 without them.
  */
 #ifndef _GNU_SOURCE
@@ -579,6 +586,57 @@ static int cond_timeout(void)
 	return 0;
 }
 
+/* ---- cond-preempted ---- */
+static pthread_mutex_t cp_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cp_cond = PTHREAD_COND_INITIALIZER;
+static sem_t cp_go;
+static volatile int cp_stop;
+
+/* Of higher priority on the waiter's CPU: woken by the release of the
+ * mutex inside the waiter's pthread_cond_wait, it runs at once and keeps
+ * the CPU 2 ms before it signals and waits for the next round. */
+static void *cp_worker(void *arg)
+{
+	(void)arg;
+	place(0, 2);
+	for (;;) {
+		sem_wait(&cp_go);
+		if (cp_stop)
+			break;
+		pthread_mutex_lock(&cp_mutex); /* asleep on it: the waiter holds it */
+		spin_ns(2000000);
+		pthread_cond_signal(&cp_cond);
+		pthread_mutex_unlock(&cp_mutex);
+	}
+	account_self();
+	return NULL;
+}
+
+static int cond_preempted(void)
+{
+	pthread_t t;
+
+	if (!place(0, 1))
+		return 77;
+	sem_init(&cp_go, 0, 0);
+	pthread_create(&t, NULL, cp_worker, NULL);
+	pause_ns(5000000);
+	for (int round = 0; round < 100; round++) {
+		pthread_mutex_lock(&cp_mutex);
+		sem_post(&cp_go); /* the worker runs, and sleeps on the mutex */
+		/* Preempted inside, queued 2 ms, back to a signal sent: the
+		 * wait never sleeps. */
+		pthread_cond_wait(&cp_cond, &cp_mutex);
+		pthread_mutex_unlock(&cp_mutex);
+		pause_ns(1000000);
+	}
+	cp_stop = 1;
+	sem_post(&cp_go);
+	pthread_join(t, NULL);
+	report();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -611,7 +669,9 @@ int main(int argc, char **argv)
 		return remote_idle(true);
 	if (!strcmp(mode, "cond-timeout"))
 		return cond_timeout();
+	if (!strcmp(mode, "cond-preempted"))
+		return cond_preempted();
 	fprintf(stderr, "usage: break5_target barrier-preempt|eperm-stamp|other-waiter|mid-queue|remote-idle|"
-			"remote-idle-nocpuclock|cond-timeout\n");
+			"remote-idle-nocpuclock|cond-timeout|cond-preempted\n");
 	return 2;
 }
