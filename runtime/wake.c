@@ -126,15 +126,6 @@ TDSHIM_BLOCKING_PATH void tdshim_wake_stamp(const void *object)
 	tdshim_wake_stamp_keep(object, &kept);
 }
 
-static void withdraw_entry(const struct tdshim_stamp *kept);
-
-TDSHIM_BLOCKING_PATH void tdshim_wake_withdraw(const struct tdshim_stamp *kept)
-{
-	if (kept->slot2)
-		uatomic_cmpxchg(kept->slot2, kept->written2, kept->before2);
-	withdraw_entry(kept);
-}
-
 static void withdraw_entry(const struct tdshim_stamp *kept)
 {
 	if (!kept->slot)
@@ -155,6 +146,13 @@ static void withdraw_entry(const struct tdshim_stamp *kept)
 		return;
 	if (uatomic_cmpxchg(&ring_cursors[ring], (uint8_t)(at + 1), (uint8_t)at) == (uint8_t)(at + 1))
 		uatomic_cmpxchg(kept->slot, WITHDRAWN, kept->before);
+}
+
+TDSHIM_BLOCKING_PATH void tdshim_wake_withdraw(const struct tdshim_stamp *kept)
+{
+	if (kept->slot2)
+		uatomic_cmpxchg(kept->slot2, kept->written2, kept->before2);
+	withdraw_entry(kept);
 }
 
 /* A stamp of now, by this CPU, for the object of `hash`. */

@@ -107,18 +107,19 @@ __attribute__((noinline)) static long futex_wait_call(long a1, long a2, long a3,
  * the kernel's 0.01; helper-60). */
 static unsigned int waitv_waits;
 
-static void waitv_wait_end(const bool *counted)
+/* (A cleanup: the count goes down however the wait ends, a thread
+ * cancelled in it included.) */
+static void waitv_wait_end(const unsigned int **waits)
 {
-	if (*counted)
-		uatomic_dec(&waitv_waits);
+	uatomic_dec((unsigned int *)*waits);
 }
 
 __attribute__((noinline)) static long futex_waitv_call(long a1, long a2, long a3, long a4, long a5, long a6,
 						       const void *site)
 {
-	bool counted __attribute__((cleanup(waitv_wait_end))) = true;
-
 	uatomic_inc(&waitv_waits);
+	const unsigned int *counted __attribute__((cleanup(waitv_wait_end))) = &waitv_waits;
+
 	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(syscall), a1, site);
 	return tdshim_real_syscall(SYS_futex_waitv, a1, a2, a3, a4, a5, a6);
 }
