@@ -38,6 +38,7 @@ __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
 struct tdshim_process_page tdshim_process __attribute__((aligned(TDSHIM_PROCESS_PAGE_SIZE)));
 bool tdshim_track_reads;
 uint64_t tdshim_timer_slack_ns = 50000;
+int tdshim_sandboxed;
 
 enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
 static int init_state;
@@ -274,12 +275,23 @@ static void start_window(bool enable)
 	uatomic_inc(&control->generation);
 }
 
-/* The slack the kernel may add to this process's timed waits. */
+/* The slack the kernel may add to this process's timed waits.  (The
+ * real prctl: the shim's own is interposed.) */
 static uint64_t timer_slack(void)
 {
-	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	int slack = tdshim_real_prctl ? tdshim_real_prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : 0;
 
 	return slack > 0 ? (uint64_t)slack : 0;
+}
+
+/* A seccomp filter this process started under (tdshim_sandboxed). */
+static void note_inherited_sandbox(void)
+{
+	int saved = errno;
+
+	if (tdshim_real_prctl && tdshim_real_prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 2)
+		tdshim_note_sandbox();
+	errno = saved;
 }
 
 static void fill_header(void)
@@ -564,6 +576,7 @@ static void initialise_once(bool caller_is_main)
 	fill_header();
 	tdshim_track_reads = flag_from_environment("TDSTAT_TRACK_READS");
 	tdshim_timer_slack_ns = timer_slack();
+	note_inherited_sandbox();
 	tdshim_probe_semaphore_layout();
 	tdshim_probe_rwlock_layout();
 	tdshim_probe_mutex_elision();

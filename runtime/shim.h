@@ -273,6 +273,27 @@ static inline void tdshim_wake_stamp_if_gathering(const void *object)
  * this much after its deadline, where runtime/thread.c dates its wake. */
 extern uint64_t tdshim_timer_slack_ns;
 
+/*
+ * Set once the process runs under a seccomp filter: one it inherited
+ * (PR_GET_SECCOMP at start) or one it installs through libc's prctl()
+ * or syscall() (runtime/wrap_sandbox.c, runtime/wrap_futex.c).  From
+ * then on the shim makes no system call of its own beyond those every
+ * threaded program makes (futex, clock_gettime): a filter that allows
+ * what the program uses and kills on the rest must not meet one of the
+ * shim's.  A filter installed by an inline system call is not seen.
+ */
+extern int tdshim_sandboxed;
+
+static inline bool tdshim_in_sandbox(void)
+{
+	return CMM_LOAD_SHARED(tdshim_sandboxed) != 0;
+}
+
+static inline void tdshim_note_sandbox(void)
+{
+	CMM_STORE_SHARED(tdshim_sandboxed, 1);
+}
+
 /* The shim's personality routine (runtime/personality.c): libgcc's, found at start. */
 void tdshim_personality_init(void);
 

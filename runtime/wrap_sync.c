@@ -480,8 +480,10 @@ static bool stamp_mutex_waiter(pthread_mutex_t *mutex)
  * same after the call, the thread never slept in it, and all of the call
  * was on a CPU or waiting for one.  Taken only for these waits (a wait
  * that releases an uncontended mutex cannot be preempted by the wake it
- * does not make), and only while gathering.  A process whose seccomp
- * filter refuses getrusage (an error, not a kill) turns it off for good.
+ * does not make), and only while gathering; not in a seccomp sandbox
+ * (tdshim_sandboxed: a filter may kill on a call the program never
+ * makes), and through libc's syscall(), not a getrusage() the program
+ * may define itself.  A refusal (an error) turns it off for good.
  */
 static int switches_unreadable;
 
@@ -490,9 +492,9 @@ static bool voluntary_switches(long *count)
 	struct rusage usage;
 	int saved = errno;
 
-	if (CMM_LOAD_SHARED(switches_unreadable))
+	if (CMM_LOAD_SHARED(switches_unreadable) || tdshim_in_sandbox() || !tdshim_real_syscall)
 		return false;
-	if (getrusage(RUSAGE_THREAD, &usage) != 0) {
+	if (tdshim_real_syscall(SYS_getrusage, RUSAGE_THREAD, (long)&usage) != 0) {
 		CMM_STORE_SHARED(switches_unreadable, 1);
 		errno = saved;
 		return false;

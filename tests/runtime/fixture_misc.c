@@ -36,6 +36,20 @@
  *                 sleeps again) before the holder unlocks, ten times;
  *                 then two threads hand two semaphores and the mutex back
  *                 and forth (EAGAIN when a word changes before a sleep).
+ *   sandbox_prctl, sandbox_syscall, sandbox_inherited
+ *                 under a seccomp filter that kills the process at a
+ *                 getrusage or process_vm_readv system call (neither of
+ *                 which the program makes), installed through prctl(),
+ *                 through syscall(SYS_seccomp), or before an exec of this
+ *                 program (sandbox_child runs the waits): twenty timed
+ *                 condvar waits, each entered while a thread sleeps on
+ *                 the mutex (the shim's look at the thread's switches,
+ *                 and its copy of the timeout, are system calls of its
+ *                 own); prints sandbox_waits=20.
+ *   own_getrusage the same waits, no filter, in a program that defines
+ *                 its own getrusage (rt_misc_own_getrusage, built with
+ *                 RT_OWN_GETRUSAGE; exported, it overrides libc's): the
+ *                 shim must not call it; prints own_getrusage_calls=0.
  *   threads       three threads wait in sem_wait (run with two copies of
  *                 the shim preloaded): one record each, and main's, in a
  *                 region with its magic.
@@ -57,6 +71,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <threads.h>
 #include <time.h>
@@ -515,6 +530,87 @@ static void *register_destructor(void *unused)
 	return unused;
 }
 
+/* sandbox_* and own_getrusage */
+static pthread_mutex_t sandbox_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sandbox_cond = PTHREAD_COND_INITIALIZER;
+static int own_getrusage_calls;
+
+#ifdef RT_OWN_GETRUSAGE
+/* (rt_misc_own_getrusage only: in rt_misc a shim calling getrusage()
+ * would call this one, and no filter would see it.) */
+int getrusage(int who, struct rusage *usage)
+{
+	(void)who;
+	__atomic_add_fetch(&own_getrusage_calls, 1, __ATOMIC_SEQ_CST);
+	memset(usage, 0, sizeof(*usage));
+	return 0;
+}
+#endif
+
+static void *sandbox_locker(void *unused)
+{
+	pthread_mutex_lock(&sandbox_mutex); /* asleep: main holds it */
+	pthread_mutex_unlock(&sandbox_mutex);
+	return unused;
+}
+
+/* Timed condvar waits whose release of the mutex wakes a sleeper. */
+static int sandbox_waits(void)
+{
+	int waits = 0;
+
+	for (int round = 0; round < 20; round++) {
+		pthread_t locker;
+		struct timespec deadline;
+
+		pthread_mutex_lock(&sandbox_mutex);
+		if (pthread_create(&locker, NULL, sandbox_locker, NULL) != 0)
+			fx_die("pthread_create");
+		while (__atomic_load_n(&sandbox_mutex.__data.__lock, __ATOMIC_SEQ_CST) != 2)
+			usleep(100);
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_nsec += 1000000;
+		if (deadline.tv_nsec >= 1000000000) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000;
+		}
+		int error = pthread_cond_timedwait(&sandbox_cond, &sandbox_mutex, &deadline);
+		if (error == 0 || error == ETIMEDOUT)
+			waits++;
+		pthread_mutex_unlock(&sandbox_mutex);
+		pthread_join(locker, NULL);
+		usleep(300); /* past the shim's spacing of its looks */
+	}
+	printf("sandbox_waits=%d\n", waits);
+	printf("own_getrusage_calls=%d\n", __atomic_load_n(&own_getrusage_calls, __ATOMIC_SEQ_CST));
+	return 0;
+}
+
+/* how: 'p' prctl, 's' syscall(SYS_seccomp), 'e' then exec sandbox_child. */
+static int sandbox(char how, char **argv)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrusage, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog program = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		fx_die("no_new_privs");
+	if (how == 's' ? syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0
+		       : prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
+		fx_die("seccomp");
+	if (how == 'e') {
+		char *child[] = { argv[0], (char *)"sandbox_child", NULL };
+		execv("/proc/self/exe", child);
+		fx_die("execv");
+	}
+	return sandbox_waits();
+}
+
 static int no_getpid(void)
 {
 	struct sock_filter code[] = {
@@ -543,6 +639,14 @@ int main(int argc, char **argv)
 	fx_region();
 	if (argc == 2 && !strcmp(argv[1], "no_getpid"))
 		return no_getpid();
+	if (argc == 2 && !strcmp(argv[1], "sandbox_prctl"))
+		return sandbox('p', argv);
+	if (argc == 2 && !strcmp(argv[1], "sandbox_syscall"))
+		return sandbox('s', argv);
+	if (argc == 2 && !strcmp(argv[1], "sandbox_inherited"))
+		return sandbox('e', argv);
+	if (argc == 2 && (!strcmp(argv[1], "sandbox_child") || !strcmp(argv[1], "own_getrusage")))
+		return sandbox_waits();
 	if (argc == 2 && !strcmp(argv[1], "errno_kept"))
 		return errno_kept();
 	if (argc == 2 && !strcmp(argv[1], "threads"))

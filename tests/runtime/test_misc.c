@@ -142,6 +142,50 @@ Test(lifecycle, thread_local_destructors_make_no_getpid)
 	rt_free(&out);
 }
 
+/* A sandbox that kills on getrusage and process_vm_readv, which the
+ * program never calls: with gathering on, a condvar wait whose release
+ * of the mutex wakes a sleeper made the shim call getrusage (it looks
+ * at the thread's voluntary switches), and a timed wait's timeout is
+ * read with process_vm_readv.  Neither once a filter is in, however it
+ * came: prctl, syscall(SYS_seccomp), or inherited across an exec. */
+static void sandboxed_waits(const char *mode)
+{
+	const char *args[] = { mode, NULL };
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	struct rt_output out = rt_run("rt_misc", args, env);
+
+	rt_expect_int(&out, "sandbox_waits", 20);
+	rt_free(&out);
+}
+
+Test(lifecycle, a_filter_put_in_by_prctl_meets_no_call_of_the_shim)
+{
+	sandboxed_waits("sandbox_prctl");
+}
+
+Test(lifecycle, a_filter_put_in_by_syscall_meets_no_call_of_the_shim)
+{
+	sandboxed_waits("sandbox_syscall");
+}
+
+Test(lifecycle, an_inherited_filter_meets_no_call_of_the_shim)
+{
+	sandboxed_waits("sandbox_inherited");
+}
+
+/* The program's own getrusage (it overrides libc's): the shim's look at
+ * its switches is libc's system call, never a call of the program's. */
+Test(lifecycle, the_shim_never_calls_a_getrusage_of_the_program)
+{
+	const char *args[] = { "own_getrusage", NULL };
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	struct rt_output out = rt_run("rt_misc_own_getrusage", args, env);
+
+	rt_expect_int(&out, "sandbox_waits", 20);
+	rt_expect_int(&out, "own_getrusage_calls", 0);
+	rt_free(&out);
+}
+
 Test(lifecycle, main_thread_pthread_exit_ends_its_tracking)
 {
 	const char *args[] = { "main_exit", NULL };
