@@ -7,11 +7,14 @@
  * averages over any interval from two snapshots without resetting the
  * target: for snapshots a and b of the same window (equal window_start_ns),
  * the average number of RUNNABLE threads over [a, b] is
- * (b.runnable_ns - a.runnable_ns) / (b.window_ns - a.window_ns).
+ * (b.runnable_ns - a.runnable_ns) / (b.counted_ns - a.counted_ns).
  *
  * The snapshot's window ends when it is taken (window_start_ns +
  * window_ns); averages between two snapshots divide by the growth of
- * counted_ns, up to which the threads are counted.  A thread woken from a wait counts as runnable from the
+ * counted_ns, up to which the threads are counted, which never goes
+ * down within a window.  window_ns may: a snapshot taken while a
+ * disable is under way ends its open window at its own clock, later
+ * than the disable's, which ends the window for the next one.  A thread woken from a wait counts as runnable from the
  * wake-up, which it learns only when it runs again: a wait's last
  * TDSTAT_COMMIT_LAG_NS (10 ms) are not final, so a thread still waiting
  * counts as idle only up to that long before the snapshot, and a short
