@@ -546,6 +546,29 @@ static bool another_interposer_present(void)
 }
 
 /*
+ * A fork from a signal handler in the middle of the start-up (after
+ * fill_header) leaves the child to finish it with its parent's pid in the
+ * header, its parent's tid cached for its one thread and, if the fork
+ * came after the adoption, a record claimed under that tid: the main
+ * thread's check then fails and a pthread_exit of it leaves the record
+ * live for good.  Such a child resets as any fork child.  Checked again
+ * after the process page is written, so that a fork landing between the
+ * check and the writes is also seen: one after them leaves the child a
+ * wiped page, which its first wrapper finds (tdshim_init).
+ */
+static void finish_start_up(void)
+{
+	const volatile pid_t *header_pid = &tdstat_region.header.status.pid;
+
+	do {
+		while (!tdshim_standing_down && getpid() != *header_pid)
+			after_fork_in_child();
+		CMM_STORE_SHARED(tdshim_process.initialised, 1);
+		remember_process_id();
+	} while (!tdshim_standing_down && getpid() != *header_pid);
+}
+
+/*
  * Called from the constructor and, lazily, from any wrapper that runs
  * before it (another library's constructor may create threads or wait
  * first).  Allocates nothing.  A thread that re-enters while it is
@@ -601,8 +624,7 @@ static void initialise_once(bool caller_is_main)
 	cmm_smp_wmb();
 	CMM_STORE_SHARED(tdstat_region.header.magic, TDSTAT_REGION_MAGIC);
 done:
-	CMM_STORE_SHARED(tdshim_process.initialised, 1);
-	remember_process_id();
+	finish_start_up();
 	CMM_STORE_SHARED(init_state, INIT_DONE);
 	initialising = false;
 }

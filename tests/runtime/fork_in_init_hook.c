@@ -4,7 +4,9 @@
  * its constructor arms a 20 us interval timer whose SIGALRM handler calls
  * _Fork() once, as soon as the shim's start-up has written the region
  * header's pid but not yet its magic: a fork in the middle of the shim's
- * start-up, which the child then finishes (helper-55, session 16).
+ * start-up, which the child then finishes (helper-55, session 16).  With
+ * TDTEST_FORK_IN_INIT=2, only once the start-up has also adopted the main
+ * thread into a record, under the parent's tid (CI, session 21).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,13 +21,15 @@ pid_t _Fork(void);
 int fork_in_init_child;  /* 1 in the child */
 int fork_in_init_forked; /* the fork landed inside the start-up */
 static volatile struct tdstat_region *region;
+static int after_adoption;
 
 static void on_alarm(int signal_number)
 {
 	(void)signal_number;
 	if (fork_in_init_child || fork_in_init_forked)
 		return;
-	if (region->header.status.pid != 0 && region->header.magic != TDSTAT_REGION_MAGIC) {
+	if (region->header.status.pid != 0 && region->header.magic != TDSTAT_REGION_MAGIC &&
+	    (!after_adoption || region->header.status.high_water > 0)) {
 		struct itimerval off = { { 0, 0 }, { 0, 0 } };
 
 		setitimer(ITIMER_REAL, &off, NULL);
@@ -40,8 +44,9 @@ __attribute__((constructor)) static void arm(void)
 	const char *wanted = getenv("TDTEST_FORK_IN_INIT");
 	struct itimerval every = { { 0, 20 }, { 0, 20 } };
 
-	if (!wanted || *wanted != '1')
+	if (!wanted || (*wanted != '1' && *wanted != '2'))
 		return;
+	after_adoption = *wanted == '2';
 	region = dlsym(RTLD_DEFAULT, "tdstat_region");
 	if (!region || region->header.magic == TDSTAT_REGION_MAGIC)
 		return;
