@@ -438,10 +438,11 @@ static int run_compare(pid_t pid, double seconds)
 	sleep_s(seconds);
 	snapshot(&target, &b);
 	kernel_read(pid, &kb);
-	if (a.window_start_ns != b.window_start_ns || b.window_ns <= a.window_ns)
+	if (a.window_start_ns != b.window_start_ns || b.counted_ns <= a.counted_ns)
 		die("the window was reset during the measurement", 0);
 
-	double w = (double)(b.window_ns - a.window_ns);
+	/* Over counted_ns's growth, the divisor thread_db_stats.h gives. */
+	double w = (double)(b.counted_ns - a.counted_ns);
 	double kw = (double)(kb.at_ns - ka.at_ns);
 	double runnable = (b.runnable_ns - a.runnable_ns) / w;
 	double lwps = (b.lwps_ns - a.lwps_ns) / w;

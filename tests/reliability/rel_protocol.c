@@ -388,14 +388,15 @@ static void jump_recovery(const char *variant)
 	}
 	if (tdtest_monotonic_ns() - begin > (uint64_t)ALTERNATION_MS * 1000000u)
 		rel_fail("%s: the measurement overran the target's alternation (a very slow machine)", name);
-	if (b.window_start_ns != a.window_start_ns || b.window_ns <= a.window_ns || b.lwps_ns < a.lwps_ns ||
+	if (b.window_start_ns != a.window_start_ns || b.counted_ns <= a.counted_ns || b.lwps_ns < a.lwps_ns ||
 	    b.runnable_ns < a.runnable_ns) {
 		rel_fail("%s: snapshots not of one growing window", name);
 		target_end(&target);
 		return;
 	}
-	seconds = (double)(b.window_ns - a.window_ns) / 1e9;
-	lwps = (double)(b.lwps_ns - a.lwps_ns) / (double)(b.window_ns - a.window_ns);
+	/* The divisor thread_db_stats.h gives: counted_ns's growth. */
+	seconds = (double)(b.counted_ns - a.counted_ns) / 1e9;
+	lwps = (double)(b.lwps_ns - a.lwps_ns) / (double)(b.counted_ns - a.counted_ns);
 	runnable = b.lwps_ns > a.lwps_ns ? (double)(b.runnable_ns - a.runnable_ns) / (double)(b.lwps_ns - a.lwps_ns)
 					 : 0;
 	if (runnable < 0.35 || runnable > 0.65)
