@@ -74,7 +74,7 @@ struct tdshim_thread {
 	bool overflow;                /* counted in status.overflow_live */
 	bool exited;                  /* tracking ended: never adopt again */
 	bool sample_next_wait;        /* measure the CPU its next sleep takes (thread.c) */
-	uint64_t credit_sampled_ns;   /* the wake after which it last did */
+	unsigned int remote_wakes;    /* wakes from another CPU, dated by that measure */
 	uint64_t switches_looked_ns;  /* a condvar wait's last look at its switches (wrap_sync.c) */
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves
@@ -393,7 +393,6 @@ struct tdshim_wait_scope {
 	bool timed_out;         /* the call said its timeout expired */
 	uint64_t sample_cpu_ns; /* a sampled wait: the thread's CPU clock ... */
 	uint64_t sample_wall_ns; /* ... and the monotonic clock at its start */
-	uint64_t sample_clock_ns; /* the CPU of one read of that clock */
 };
 /* glibc's cleanup buffers of the first kind (pthread_cleanup_push before
  * glibc 2.3.3, exported still and used inside libc; a list in the
@@ -545,14 +544,6 @@ static inline bool tdshim_timeout_valid(const struct timespec *timeout)
 {
 	return !timeout || (timeout->tv_sec >= 0 && timeout->tv_nsec >= 0 && timeout->tv_nsec < 1000000000L);
 }
-
-/* getrusage(RUSAGE_THREAD) of the caller, through libc's syscall() (not a
- * getrusage the program may define itself); false, having made no
- * system call, in a seccomp sandbox (a filter may kill on a call the
- * program never makes), and for good after a refusal.  errno kept.
- * (runtime/thread.c) */
-struct rusage;
-bool tdshim_thread_usage(struct rusage *usage);
 
 /* errno around a try: a try that fails must not leave its errno behind
  * when the real call then succeeds. */

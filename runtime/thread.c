@@ -12,7 +12,6 @@
  */
 #include <dlfcn.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <threads.h>
 #include <unwind.h>
@@ -733,65 +732,26 @@ static bool outer_scope_gone(const struct tdshim_thread *self, const struct tdsh
 /*
  * The CPU a sleep takes.  The kernel counts a sleeping call's own work
  * (entering the futex, switching out, and back in after the wake-up) as
- * running.  Two parts of it are dated by measure: the part before the
- * switch out, by which every wait that slept counts as woken earlier
- * (before_sleep); and, when the wake comes from another CPU within
- * TDSHIM_REMOTE_WAKE_NS, where the stamp cannot say when the kernel
- * counted the thread runnable (see wait_woken), half the whole, which
- * counts as following the wake before the return (late_wake).  The whole
- * is measured as the thread CPU clock's growth over a sleep (two
- * clock_gettime calls, about 1.6 us on this kind of machine, less the
- * clock's own share), its part before the switch out by getrusage
- * (credit_sample_end): the sleep after a wake, every one until a first
- * figure exists, then at most one per CREDIT_SPACING_NS of a thread's
- * time; each figure is the median of the last CREDIT_SAMPLES, renewed
- * with each batch (a virtual machine's cost of a sleep moves with the
- * host's own halt polling: 3.5 us at one program's start, 14 us a second
- * later).  Until the first batch a wait counts from its stamp, a remote
- * wake from the return.
+ * running.  When the wake comes from another CPU within
+ * TDSHIM_REMOTE_WAKE_NS, the stamp cannot say when the kernel counted the
+ * thread runnable (see wait_woken), so the thread counts as woken the
+ * half of that CPU that follows the wake before its return.  It is
+ * measured as the thread CPU clock's growth over a sleep (two
+ * clock_gettime calls, about 1.6 us on this kind
+ * of machine): the sleep after such a wake, every one until a first
+ * figure exists, then one in CREDIT_EVERY; the figure is the median of
+ * the last CREDIT_SAMPLES, renewed with each batch (a virtual machine's
+ * cost of a sleep moves with the host's own halt polling: 3.5 us at one
+ * program's start, 14 us a second later).  Until the first batch such a
+ * wake counts from the return.
  */
 #define CREDIT_SAMPLES 15u
-/* A thread's samples are this far apart at least (by their wakes): one
- * costs three clock reads and a getrusage, about 1.7 us, so at most 0.2%
- * of a thread's time; a pinned condvar ping-pong (a wake every 4 us)
- * samples one wait in 250. */
-#define CREDIT_SPACING_NS UINT64_C(1000000)
+#define CREDIT_EVERY 64u
 #define CREDIT_SAMPLE_MAX_NS UINT64_C(1000000)
-/* Where the split cannot be measured: the share before the switch out,
- * in eighths (measured here: 0.6-0.7 us of 5.8-7.6, credit_sample_end). */
-#define CREDIT_BEFORE_EIGHTHS 1u
-static uint64_t credit_samples[CREDIT_SAMPLES], credit_before_samples[CREDIT_SAMPLES];
+static uint64_t credit_samples[CREDIT_SAMPLES];
 static unsigned int credit_claimed, credit_stored;
-static uint64_t remote_credit_ns, before_sleep_ns;
+static uint64_t remote_credit_ns;
 static bool credit_clock_failed;
-static int usage_unreadable;
-
-bool tdshim_thread_usage(struct rusage *usage)
-{
-	if (CMM_LOAD_SHARED(usage_unreadable) || tdshim_in_sandbox() || !tdshim_real_syscall)
-		return false;
-	TDSHIM_SAVE_ERRNO();
-	bool read = tdshim_real_syscall(SYS_getrusage, RUSAGE_THREAD, (long)usage) == 0;
-	TDSHIM_RESTORE_ERRNO();
-	if (!read)
-		CMM_STORE_SHARED(usage_unreadable, 1);
-	return read;
-}
-
-static uint64_t median(const uint64_t *samples)
-{
-	uint64_t sorted[CREDIT_SAMPLES];
-
-	for (unsigned int i = 0; i < CREDIT_SAMPLES; i++) {
-		uint64_t value = CMM_LOAD_SHARED(samples[i]);
-		unsigned int at = i;
-
-		for (; at > 0 && sorted[at - 1] > value; at--)
-			sorted[at] = sorted[at - 1];
-		sorted[at] = value;
-	}
-	return sorted[CREDIT_SAMPLES / 2];
-}
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -805,70 +765,43 @@ static uint64_t thread_cpu_ns(void)
 	return failed ? 0 : (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
-/* The clock's own CPU inside a sample: about one call's (the second half
- * of the first, the first half of the last), measured by two calls back
- * to back at the sample's start. */
 static void credit_sample_begin(struct tdshim_thread *self, struct tdshim_wait_scope *scope)
 {
-	uint64_t first = thread_cpu_ns();
-
 	self->sample_next_wait = false;
 	scope->sample_cpu_ns = thread_cpu_ns();
-	scope->sample_clock_ns = first && scope->sample_cpu_ns > first ? scope->sample_cpu_ns - first : 0;
 	scope->sample_wall_ns = tdshim_stamp_ns();
 }
 
-/*
- * A sample counts when the wait slept: its wall time is longer than its
- * CPU time by more than a few microseconds.
- *
- * How much of it came before the switch out: the thread CPU clock read
- * at the sample's start brings the kernel's sum of the thread's run time
- * up to date (task_sched_runtime); the next update is the switch out,
- * the next after that a tick or another such read.  getrusage
- * (RUSAGE_THREAD) reports that sum as it stands, without updating it
- * (scaled into user and system time, each cut to the microsecond: 1 us
- * short on average, added back), so read first thing after the wait it
- * gives the run time at the switch out.  Measured on a 2-CPU guest (a
- * futex sleep woken from the other CPU, /tmp/s21/split.c in session 21's
- * note): 0.6-0.7 us before the switch out, 5.2-6.9 after the switch in.
- * Where the usage cannot be read, an eighth.
- */
+/* A sample counts when the wait slept: its wall time is longer than its
+ * CPU time by more than a few microseconds. */
 static void credit_sample_end(const struct tdshim_wait_scope *scope)
 {
-	struct rusage usage;
-	bool usage_read = tdshim_thread_usage(&usage);
 	uint64_t cpu = thread_cpu_ns(), wall = tdshim_stamp_ns();
 
 	if (!cpu || cpu < scope->sample_cpu_ns || wall < scope->sample_wall_ns)
 		return;
-	uint64_t whole = cpu - scope->sample_cpu_ns;
-	whole = whole > scope->sample_clock_ns ? whole - scope->sample_clock_ns : 0;
+	cpu -= scope->sample_cpu_ns;
 	wall -= scope->sample_wall_ns;
-	if (scope->never_slept || whole > CREDIT_SAMPLE_MAX_NS || wall < whole + 2000)
+	if (scope->never_slept || cpu > CREDIT_SAMPLE_MAX_NS || wall < cpu + 2000)
 		return;
-	uint64_t before = whole * CREDIT_BEFORE_EIGHTHS / 8;
-	if (usage_read) {
-		uint64_t at_switch = (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000000u +
-				     (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1000u + 1000u;
-
-		before = at_switch > scope->sample_cpu_ns ? at_switch - scope->sample_cpu_ns : 0;
-		if (before > whole)
-			before = whole;
-	}
 	unsigned int index = uatomic_add_return(&credit_claimed, 1) - 1;
 
-	CMM_STORE_SHARED(credit_before_samples[index % CREDIT_SAMPLES], before);
-	CMM_STORE_SHARED(credit_samples[index % CREDIT_SAMPLES], whole);
+	CMM_STORE_SHARED(credit_samples[index % CREDIT_SAMPLES], cpu);
 	if (uatomic_add_return(&credit_stored, 1) % CREDIT_SAMPLES != 0)
 		return;
-	/* The last one of a batch publishes the medians (no allocation, no
+	/* The last one of a batch publishes the median (no allocation, no
 	 * lock, no libc call: this may run in a signal handler's wait; a
 	 * sample of the next batch stored meanwhile joins it). */
-	uint64_t whole_median = median(credit_samples), before_median = median(credit_before_samples);
+	uint64_t sorted[CREDIT_SAMPLES];
+	for (unsigned int i = 0; i < CREDIT_SAMPLES; i++) {
+		uint64_t value = CMM_LOAD_SHARED(credit_samples[i]);
+		unsigned int at = i;
 
-	CMM_STORE_SHARED(before_sleep_ns, before_median < whole_median ? before_median : whole_median);
-	CMM_STORE_SHARED(remote_credit_ns, whole_median);
+		for (; at > 0 && sorted[at - 1] > value; at--)
+			sorted[at] = sorted[at - 1];
+		sorted[at] = value;
+	}
+	CMM_STORE_SHARED(remote_credit_ns, sorted[CREDIT_SAMPLES / 2]);
 }
 
 TDSHIM_BLOCKING_PATH void tdshim_wait_begin(struct tdshim_wait_scope *scope)
@@ -944,9 +877,9 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
  * its sleep takes after the wake before its return (or at `woken`, if
  * that is later): what the kernel counts in the first case, and most of
  * the second (a thread queued behind a busy CPU's current thread waits
- * its slice, milliseconds, past this bound).  That is taken as half the
- * CPU of the whole sleep (the part before the switch out is dated by
- * before_sleep, as for every wait that slept).  Measured on a 2-CPU guest whose host
+ * its slice, milliseconds, past this bound).  That is half the CPU of the
+ * whole sleep: going to sleep (the system call, the switch out) costs
+ * about what coming back costs.  Measured on a 2-CPU guest whose host
  * runs a halted virtual CPU 40-100 us after its interrupt (a wake's
  * stamp to the kernel's wake-up: 60-110 us; a 500 us sleep's return
  * 140 us late on average), tests/accuracy's pool shapes (broadcast wakes
@@ -956,10 +889,7 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
  * the C++ pool to 1.05 but the ping-pongs (each wake to the other, idle
  * CPU) from 0.98-0.99 to 0.95-0.96: it stays TDSHIM_REMOTE_WAKE_NS
  * (50 us).  The ping-pongs read 1.04-1.06 with the whole CPU of a sleep
- * and 0.97-0.99 with half (session 12); 0.89-0.93 with half alone, and
- * 0.92-0.96 with half and the measured part before the switch out (1.07-
- * 1.09 with the measured part after the switch in instead of half), on
- * the same guest in session 21.
+ * and 0.97-0.99 with half.
  */
 static uint64_t late_wake(uint64_t woken, uint64_t bound)
 {
@@ -967,42 +897,15 @@ static uint64_t late_wake(uint64_t woken, uint64_t bound)
 
 	if (now < woken || now - woken >= bound)
 		return woken;
-	uint64_t after_wake = CMM_LOAD_SHARED(remote_credit_ns) / 2;
+	uint64_t credit = CMM_LOAD_SHARED(remote_credit_ns);
 
-	/* Not measured (yet, or the clock fails): at the stamp. */
-	if (!after_wake)
+	if (!CMM_LOAD_SHARED(credit_clock_failed) && (!credit || ++tdshim_self.remote_wakes % CREDIT_EVERY == 0))
+		tdshim_self.sample_next_wait = true;
+	if (!credit)
 		return woken;
+	uint64_t after_wake = credit / 2;
+
 	return now - woken > after_wake ? now - after_wake : woken;
-}
-
-/*
- * A sleep's CPU before the switch out (the rest of the wrapper, the
- * system call), which the kernel counts as running and the record,
- * BLOCKED since the wait began, does not.  The record cannot start
- * BLOCKED later than it announced, so a wait that slept is dated as
- * woken that much earlier instead (no earlier than its start, and within
- * the commit lag: the change clamps it): the thread's runnable time over
- * any span of a few waits is the kernel's, each wait's share of it moved
- * from before the sleep to after the wake-up.  Measured 1.1 us of a
- * 3.8 us sleep in the C ping-pong shape, 1.3 of 6.5 in Python's
- * contention shape (session 21).  Also where each sleep's CPU is measured:
- * after any wait that slept, every one until a first figure exists, then
- * one per CREDIT_SPACING_NS of the thread's wakes.
- */
-static uint64_t before_sleep(uint64_t woken, uint64_t since)
-{
-	struct tdshim_thread *self = &tdshim_self;
-	bool measured = CMM_LOAD_SHARED(remote_credit_ns) != 0;
-
-	if (!CMM_LOAD_SHARED(credit_clock_failed) && (!measured || woken - self->credit_sampled_ns >= CREDIT_SPACING_NS)) {
-		self->credit_sampled_ns = woken;
-		self->sample_next_wait = true;
-	}
-	if (!measured)
-		return woken;
-	uint64_t before = CMM_LOAD_SHARED(before_sleep_ns);
-
-	return woken > since + before ? woken - before : since;
 }
 
 /* The moment the scope's wait was woken, as far as anyone stamped it; 0
@@ -1028,7 +931,7 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 		 * clamped to it by the change. */
 		if (expiry <= since)
 			return 0;
-		return before_sleep(late_wake(expiry, TDSHIM_LATE_TIMER_NS), since);
+		return late_wake(expiry, TDSHIM_LATE_TIMER_NS);
 	}
 	unsigned int waker_cpu = 0;
 	bool claimed = false;
@@ -1054,8 +957,8 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 	/* A wake from this CPU ran the waker here: the kernel queued the
 	 * thread at once. */
 	if (woken && tdshim_wake_from_other_cpu(waker_cpu))
-		woken = late_wake(woken, TDSHIM_REMOTE_WAKE_NS);
-	return woken ? before_sleep(woken, since) : 0;
+		return late_wake(woken, TDSHIM_REMOTE_WAKE_NS);
+	return woken;
 }
 
 /* Ends the outermost scope: RUNNABLE again, from when the wait was woken. */

@@ -483,14 +483,23 @@ static bool stamp_mutex_waiter(pthread_mutex_t *mutex)
  * does not make), and only while gathering; not in a seccomp sandbox
  * (tdshim_sandboxed: a filter may kill on a call the program never
  * makes), and through libc's syscall(), not a getrusage() the program
- * may define itself (tdshim_thread_usage).
+ * may define itself.  A refusal (an error) turns it off for good.
  */
+static int switches_unreadable;
+
 static bool voluntary_switches(long *count)
 {
 	struct rusage usage;
+	int saved = errno;
 
-	if (!tdshim_thread_usage(&usage))
+	if (CMM_LOAD_SHARED(switches_unreadable) || tdshim_in_sandbox() || !tdshim_real_syscall)
 		return false;
+	if (tdshim_real_syscall(SYS_getrusage, RUSAGE_THREAD, (long)&usage) != 0) {
+		CMM_STORE_SHARED(switches_unreadable, 1);
+		errno = saved;
+		return false;
+	}
+	errno = saved;
 	*count = usage.ru_nvcsw;
 	return true;
 }
