@@ -753,9 +753,14 @@ static unsigned int credit_claimed, credit_stored;
 static uint64_t remote_credit_ns;
 static bool credit_clock_failed;
 
+/* 0 in a seccomp sandbox: the thread CPU clock is a system call (the
+ * vDSO serves only the wall clocks), which a filter may kill on. */
 static uint64_t thread_cpu_ns(void)
 {
 	struct timespec now;
+
+	if (tdshim_in_sandbox())
+		return 0;
 	TDSHIM_SAVE_ERRNO();
 	int failed = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
 
@@ -899,7 +904,8 @@ static uint64_t late_wake(uint64_t woken, uint64_t bound)
 		return woken;
 	uint64_t credit = CMM_LOAD_SHARED(remote_credit_ns);
 
-	if (!CMM_LOAD_SHARED(credit_clock_failed) && (!credit || ++tdshim_self.remote_wakes % CREDIT_EVERY == 0))
+	if (!CMM_LOAD_SHARED(credit_clock_failed) && !tdshim_in_sandbox() &&
+	    (!credit || ++tdshim_self.remote_wakes % CREDIT_EVERY == 0))
 		tdshim_self.sample_next_wait = true;
 	if (!credit)
 		return woken;

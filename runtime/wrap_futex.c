@@ -13,6 +13,7 @@
  */
 #include <linux/futex.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include "shim.h"
@@ -168,9 +169,11 @@ __attribute__((noinline)) static long tracked_syscall(long number, long a1, long
 	}
 	if (number == SYS_futex_waitv)
 		return futex_waitv_call(a1, a2, a3, a4, a5, a6, site);
-	/* A filter on its way in (libseccomp's way): see tdshim_sandboxed. */
-	if (number == SYS_seccomp) {
-		tdshim_note_sandbox();
+	/* A filter on its way in (libseccomp's way, or prctl's through
+	 * syscall()): see tdshim_sandboxed. */
+	if (number == SYS_seccomp || number == SYS_prctl) {
+		if (number == SYS_seccomp || a1 == PR_SET_SECCOMP)
+			tdshim_note_sandbox();
 		return tdshim_real_syscall(number, a1, a2, a3, a4, a5, a6);
 	}
 	if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
@@ -226,7 +229,8 @@ __attribute__((used)) long tdshim_syscall_entry(long number, ...)
 	a6 = va_arg(arguments, long);
 	va_end(arguments);
 
-	if (caa_unlikely(number == SYS_futex || number == SYS_futex_waitv || number == SYS_exit || number == SYS_seccomp))
+	if (caa_unlikely(number == SYS_futex || number == SYS_futex_waitv || number == SYS_exit || number == SYS_seccomp ||
+			 number == SYS_prctl))
 		return tracked_syscall(number, a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
 	return passed_through(number, a1, a2, a3, a4, a5, a6);
 }
@@ -252,6 +256,8 @@ __asm__(".text\n"
 	"\tcmpq $" TDSHIM_STRING(SYS_exit) ", %rdi\n"
 	"\tje 2f\n"
 	"\tcmpq $" TDSHIM_STRING(SYS_seccomp) ", %rdi\n"
+	"\tje 2f\n"
+	"\tcmpq $" TDSHIM_STRING(SYS_prctl) ", %rdi\n"
 	"\tje 2f\n"
 	"\tmovq tdshim_real_syscall(%rip), %rax\n"
 	"\ttestq %rax, %rax\n"

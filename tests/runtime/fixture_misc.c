@@ -36,16 +36,17 @@
  *                 sleeps again) before the holder unlocks, ten times;
  *                 then two threads hand two semaphores and the mutex back
  *                 and forth (EAGAIN when a word changes before a sleep).
- *   sandbox_prctl, sandbox_syscall, sandbox_inherited
+ *   sandbox_prctl, sandbox_syscall_prctl, sandbox_syscall, sandbox_inherited
  *                 under a seccomp filter that kills the process at a
- *                 getrusage or process_vm_readv system call (neither of
- *                 which the program makes), installed through prctl(),
- *                 through syscall(SYS_seccomp), or before an exec of this
- *                 program (sandbox_child runs the waits): twenty timed
- *                 condvar waits, each entered while a thread sleeps on
- *                 the mutex (the shim's look at the thread's switches,
- *                 and its copy of the timeout, are system calls of its
- *                 own); prints sandbox_waits=20.
+ *                 getrusage, process_vm_readv or thread CPU clock system
+ *                 call (none of which the program makes), installed
+ *                 through prctl(), syscall(SYS_prctl), syscall(SYS_seccomp),
+ *                 or before an exec of this program (sandbox_child runs
+ *                 the waits): twenty timed condvar waits, each entered
+ *                 while a thread sleeps on the mutex, and sleeps (the
+ *                 shim's look at the thread's switches, its copy of the
+ *                 timeout and its measure of a sleep's CPU after a timer
+ *                 are system calls of its own); prints sandbox_waits=20.
  *   own_getrusage the same waits, no filter, in a program that defines
  *                 its own getrusage (rt_misc_own_getrusage, built with
  *                 RT_OWN_GETRUSAGE; exported, it overrides libc's): the
@@ -586,13 +587,19 @@ static int sandbox_waits(void)
 	return 0;
 }
 
-/* how: 'p' prctl, 's' syscall(SYS_seccomp), 'e' then exec sandbox_child. */
+/* how: 'p' prctl, 'q' syscall(SYS_prctl), 's' syscall(SYS_seccomp), 'e'
+ * then exec sandbox_child.  The filter kills on getrusage,
+ * process_vm_readv and the thread CPU clock (a system call: the vDSO
+ * serves the wall clocks only, which the program uses). */
 static int sandbox(char how, char **argv)
 {
 	struct sock_filter code[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrusage, 1, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrusage, 4, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clock_gettime, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CLOCK_THREAD_CPUTIME_ID, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
@@ -600,8 +607,9 @@ static int sandbox(char how, char **argv)
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		fx_die("no_new_privs");
-	if (how == 's' ? syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0
-		       : prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
+	if (how == 's'	 ? syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0
+	    : how == 'q' ? syscall(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0
+			 : prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
 		fx_die("seccomp");
 	if (how == 'e') {
 		char *child[] = { argv[0], (char *)"sandbox_child", NULL };
@@ -643,6 +651,8 @@ int main(int argc, char **argv)
 		return sandbox('p', argv);
 	if (argc == 2 && !strcmp(argv[1], "sandbox_syscall"))
 		return sandbox('s', argv);
+	if (argc == 2 && !strcmp(argv[1], "sandbox_syscall_prctl"))
+		return sandbox('q', argv);
 	if (argc == 2 && !strcmp(argv[1], "sandbox_inherited"))
 		return sandbox('e', argv);
 	if (argc == 2 && (!strcmp(argv[1], "sandbox_child") || !strcmp(argv[1], "own_getrusage")))

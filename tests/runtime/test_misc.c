@@ -142,12 +142,14 @@ Test(lifecycle, thread_local_destructors_make_no_getpid)
 	rt_free(&out);
 }
 
-/* A sandbox that kills on getrusage and process_vm_readv, which the
- * program never calls: with gathering on, a condvar wait whose release
- * of the mutex wakes a sleeper made the shim call getrusage (it looks
- * at the thread's voluntary switches), and a timed wait's timeout is
- * read with process_vm_readv.  Neither once a filter is in, however it
- * came: prctl, syscall(SYS_seccomp), or inherited across an exec. */
+/* A sandbox that kills on getrusage, process_vm_readv and the thread CPU
+ * clock, which the program never calls: with gathering on, a condvar
+ * wait whose release of the mutex wakes a sleeper made the shim call
+ * getrusage (it looks at the thread's voluntary switches), a timed
+ * wait's timeout is read with process_vm_readv, and the wait after a
+ * timer's wake-up measured its CPU with the thread CPU clock (helper-62).
+ * None once a filter is in, however it came: prctl, syscall(SYS_prctl),
+ * syscall(SYS_seccomp), or inherited across an exec. */
 static void sandboxed_waits(const char *mode)
 {
 	const char *args[] = { mode, NULL };
@@ -161,6 +163,11 @@ static void sandboxed_waits(const char *mode)
 Test(lifecycle, a_filter_put_in_by_prctl_meets_no_call_of_the_shim)
 {
 	sandboxed_waits("sandbox_prctl");
+}
+
+Test(lifecycle, a_filter_put_in_by_syscall_prctl_meets_no_call_of_the_shim)
+{
+	sandboxed_waits("sandbox_syscall_prctl");
 }
 
 Test(lifecycle, a_filter_put_in_by_syscall_meets_no_call_of_the_shim)
