@@ -40,7 +40,9 @@ bool tdshim_track_reads;
 uint64_t tdshim_timer_slack_ns = 50000;
 int tdshim_sandboxed;
 
-enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
+/* INIT_NONE, INIT_DONE, or the pid of the process whose thread runs the
+ * start-up (initialise_once). */
+enum { INIT_NONE = 0, INIT_DONE = -1 };
 static int init_state;
 static __thread bool initialising TDSHIM_TLS;
 
@@ -584,14 +586,29 @@ static void finish_start_up(void)
  */
 static void initialise_once(bool caller_is_main)
 {
-	int state = uatomic_cmpxchg(&init_state, INIT_NONE, INIT_RUNNING);
+	if (initialising)
+		return;
+	int self = getpid();
+	int state = uatomic_cmpxchg(&init_state, INIT_NONE, self);
 
-	if (state == INIT_DONE || initialising)
-		return;
-	if (state == INIT_RUNNING) {
-		while (CMM_LOAD_SHARED(init_state) != INIT_DONE)
-			caa_cpu_relax();
-		return;
+	while (state != INIT_NONE) {
+		if (state == INIT_DONE)
+			return;
+		/* Another thread of this process runs it: wait. */
+		if (state == self) {
+			while ((state = CMM_LOAD_SHARED(init_state)) == self)
+				caa_cpu_relax();
+			continue;
+		}
+		/* A thread of the process this one was forked from ran it
+		 * when the fork came, and is not here to finish: take it over
+		 * (from the start; every step may run again).  The first
+		 * wrapper of such a child spun for ever (helper-62). */
+		int seen = state;
+
+		state = uatomic_cmpxchg(&init_state, seen, self);
+		if (state == seen)
+			break;
 	}
 	initialising = true;
 	resolve_real_functions();
