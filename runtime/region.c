@@ -341,9 +341,14 @@ static bool wipe_on_fork_active;
 
 static void mark_process_page_wipe_on_fork(void)
 {
+	static int marking;
 	void *page = &tdshim_process;
 	int saved_errno = errno;
 
+	/* Once, by the first thread here (a second replacement below would
+	 * wipe what the first one's start-up wrote). */
+	if (uatomic_cmpxchg(&marking, 0, 1) != 0)
+		return;
 	if (sysconf(_SC_PAGESIZE) != TDSHIM_PROCESS_PAGE_SIZE)
 		return;
 	wipe_on_fork_active = madvise(page, TDSHIM_PROCESS_PAGE_SIZE, MADV_WIPEONFORK) == 0;
@@ -447,8 +452,18 @@ static void start_forked_process(void)
 	initialising = false;
 }
 
+static void initialise_once(bool caller_is_main);
+
 static void atfork_child(void)
 {
+	/* Forked by a thread other than the one running the start-up: no
+	 * thread here will finish it; this one takes it over (helper-63).
+	 * (The start-up's own thread, forking from a handler, goes on with
+	 * it and ends in finish_start_up.) */
+	if (CMM_LOAD_SHARED(init_state) != INIT_DONE && wipe_on_fork_active) {
+		initialise_once(false);
+		return;
+	}
 	/* Without the wiped page nothing else tells the child apart. */
 	if (!wipe_on_fork_active)
 		CMM_STORE_SHARED(tdshim_process.resetting, 0);
@@ -588,28 +603,38 @@ static void initialise_once(bool caller_is_main)
 {
 	if (initialising)
 		return;
+	/* Before the claim: a fork's copy of the process page then never
+	 * holds the `starting` stored after it. */
+	mark_process_page_wipe_on_fork();
 	int self = getpid();
 	int state = uatomic_cmpxchg(&init_state, INIT_NONE, self);
 
 	while (state != INIT_NONE) {
 		if (state == INIT_DONE)
 			return;
-		/* Another thread of this process runs it: wait. */
-		if (state == self) {
-			while ((state = CMM_LOAD_SHARED(init_state)) == self)
+		int seen = state;
+
+		/* Its thread runs in this address space: this process's, or
+		 * the parent's of a vfork or CLONE_VM child, which shares the
+		 * process page.  Wait. */
+		if (seen == self || CMM_LOAD_SHARED(tdshim_process.starting)) {
+			while ((state = CMM_LOAD_SHARED(init_state)) == seen)
 				caa_cpu_relax();
 			continue;
 		}
-		/* A thread of the process this one was forked from ran it
-		 * when the fork came, and is not here to finish: take it over
-		 * (from the start; every step may run again).  The first
-		 * wrapper of such a child spun for ever (helper-62). */
-		int seen = state;
-
+		/* A fork's copy (the page wiped): the thread that ran it when
+		 * the fork came is not here to finish.  Take it over, from the
+		 * start (every step may run again).  The first wrapper of such
+		 * a child spun for ever (helper-62); a vfork child took over
+		 * its parent's running start-up when only the pid was looked
+		 * at (helper-63).  Without the page's advice a copy waits for
+		 * ever, as before; so does one whose pid is its parent's (pid
+		 * 1 forking into a new pid namespace). */
 		state = uatomic_cmpxchg(&init_state, seen, self);
 		if (state == seen)
-			break;
+			state = INIT_NONE;
 	}
+	CMM_STORE_SHARED(tdshim_process.starting, 1);
 	initialising = true;
 	resolve_real_functions();
 	tdshim_personality_init();
@@ -638,7 +663,6 @@ static void initialise_once(bool caller_is_main)
 	/* After the probes: their objects are the shim's, not the program's. */
 	tdshim_sync_init();
 	pthread_atfork(NULL, NULL, atfork_child);
-	mark_process_page_wipe_on_fork();
 	if (caller_is_main)
 		tdshim_thread_adopt();
 	start_window(flag_from_environment("TDSTAT_ENABLE"));

@@ -131,7 +131,8 @@ struct tdshim_process_page {
 	int initialised; /* in this process */
 	int resetting;   /* a forked child's reset has begun */
 	pid_t pid;       /* this process's, once known (tdshim_process_id) */
-	char unused[TDSHIM_PROCESS_PAGE_SIZE - 2 * sizeof(int) - sizeof(pid_t)];
+	int starting;    /* a thread of this address space runs the start-up */
+	char unused[TDSHIM_PROCESS_PAGE_SIZE - 3 * sizeof(int) - sizeof(pid_t)];
 };
 extern struct tdshim_process_page tdshim_process;
 

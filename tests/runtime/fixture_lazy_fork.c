@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rt_lazy_fork (TDTEST_LAZY_FORK=1, lazy_fork_hook.c): a fork while
- * another thread runs the shim's lazy start-up.  Prints landed=0|1 and,
- * when it landed, child=0 (the child's first wrapped call returned, its
- * region its own), 3 (returned, region not its own) or -1 (hung).
+ * rt_lazy_fork (TDTEST_LAZY_FORK=fork|atfork|vfork, lazy_fork_hook.c): a
+ * fork or vfork while another thread runs the shim's lazy start-up.
+ * Prints landed=0|1 and, when it landed, child=0 (the region, the child's
+ * or after a vfork the parent's, is its process's own, started and
+ * gathering), 3 (it is not) or -1 (the child hung).
  */
 #include <stdio.h>
 

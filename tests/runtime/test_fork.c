@@ -5,6 +5,7 @@
  * fork when gathering was on, or is empty when it was off.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rt_test.h"
@@ -112,14 +113,20 @@ Test(fork, inside_a_childs_reset_the_grandchild_is_its_own_process)
 	rt_free(&out);
 }
 
-/* A fork while another thread runs the shim's lazy start-up
- * (lazy_fork_hook.c): the child's first wrapped call returns, its region
- * its own.  It spun for ever (helper-62, session 21).  The fork lands
- * inside the start-up most runs; up to eight tries. */
-Test(fork, during_another_threads_lazy_start_up_the_child_goes_on)
+/* A fork or vfork while another thread runs the shim's lazy start-up
+ * (lazy_fork_hook.c): a fork's child goes on with a region of its own,
+ * started and gathering; a vfork's child waits, and its parent's region
+ * stays the parent's.  The fork's child spun for ever (helper-62), the
+ * child of a fork after the atfork registration kept a region that never
+ * started, and the vfork's child took over its parent's start-up
+ * (helper-63).  The timed forks land inside the start-up most runs: up
+ * to eight tries. */
+static void expect_lazy_fork(const char *mode)
 {
-	const char *env[] = { "TDTEST_LAZY_FORK=1", NULL };
+	char wanted[64];
+	const char *env[] = { wanted, "TDSTAT_ENABLE=1", NULL };
 
+	snprintf(wanted, sizeof(wanted), "TDTEST_LAZY_FORK=%s", mode);
 	for (int attempt = 0; attempt < 8; attempt++) {
 		struct rt_output out = rt_run("rt_lazy_fork", NULL, env);
 
@@ -130,5 +137,20 @@ Test(fork, during_another_threads_lazy_start_up_the_child_goes_on)
 		}
 		rt_free(&out);
 	}
-	cr_skip_test("the fork never landed inside the start-up");
+	cr_skip_test("the %s never landed inside the start-up", mode);
+}
+
+Test(fork, during_another_threads_lazy_start_up_the_child_goes_on)
+{
+	expect_lazy_fork("fork");
+}
+
+Test(fork, after_the_start_ups_atfork_registration_the_child_starts_its_region)
+{
+	expect_lazy_fork("atfork");
+}
+
+Test(fork, a_vfork_child_waits_for_its_parents_lazy_start_up)
+{
+	expect_lazy_fork("vfork");
 }
