@@ -279,7 +279,8 @@ extern uint64_t tdshim_timer_slack_ns;
  * (PR_GET_SECCOMP at start) or one it installs through libc's prctl()
  * or syscall() (runtime/wrap_sandbox.c, runtime/wrap_futex.c).  From
  * then on the shim makes no system call of its own beyond those every
- * threaded program makes (futex, clock_gettime): a filter that allows
+ * threaded program makes (futex; clock_gettime of the wall clocks, not
+ * of the thread CPU clock, which is a system call): a filter that allows
  * what the program uses and kills on the rest must not meet one of the
  * shim's.  A filter installed by an inline system call is not seen.
  */

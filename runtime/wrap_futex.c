@@ -5,7 +5,9 @@
  * (libstdc++'s __platform_wait, compiled into the program) and Rust's std
  * Mutex, Condvar, RwLock, park, channels and scoped joins wait.  Futex
  * wakes stamp the word (runtime/wake.c) so their waiters count as
- * runnable from the wake-up.
+ * runnable from the wake-up.  SYS_exit ends the thread's tracking;
+ * SYS_seccomp, and SYS_prctl with PR_SET_SECCOMP, mark the process
+ * sandboxed (shim.h, tdshim_sandboxed) and go on unchanged.
  *
  * Every other call goes on to libc's syscall() as it came (a tail jump
  * with the caller's registers and stack): its result, its errno, and the
