@@ -65,6 +65,12 @@ double tdtest_steal_s(void);
  * comparable as they stand: 0.02 CPUs (tdstat's own hint uses the same). */
 #define TDTEST_STEAL_SIGNIFICANT 0.02
 
+/* How late past its expiry a timer's wake may return and still count as
+ * the CPU taking the interrupt late (runtime/shim.h's
+ * TDSHIM_LATE_TIMER_NS, which tests cannot include): later, the shim
+ * counts the thread runnable from the expiry on. */
+#define TDTEST_LATE_TIMER_NS 250000u
+
 /* Starts argv[0] (searched in PATH) with stdout piped to the test, its own
  * environment plus opts->env, stderr inherited.  The child leads its own
  * process group so a timeout can kill what it started.  opts may be NULL.

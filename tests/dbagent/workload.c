@@ -15,6 +15,7 @@
  * BLOCKED) and obeys one command per line:
  *   spawn K   start K more condvar waiters, answer "spawned"
  *   getconc   answer pthread_getconcurrency()
+ *   late      answer "COUNT NS": the poll mode's late timeouts so far
  *   untracked MS  start a thread the shim never sees (a raw clone, not
  *             pthread_create): it sleeps 100 ms, spins MS ms of CPU, then waits
  *             for ever, all through raw system calls; answer "untracked"
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #include "raw_syscall.h"
+#include "tdtest.h"
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
@@ -106,12 +108,33 @@ static void *sleeper(void *unused)
 	return NULL;
 }
 
+/*
+ * The poll mode's timeouts that returned TDTEST_LATE_TIMER_NS or more past
+ * the timer's expiry as the kernel sets it (the timeout plus poll's slack,
+ * 0.1% of it, at least the 50 us timer slack): their count and their
+ * lateness summed.  The host running a halted virtual CPU late makes them
+ * (no steal: the CPU did not want to run); the kernel counts that time
+ * asleep, the shim, which cannot tell, runnable from the expiry on.
+ */
+static atomic_uint_fast64_t late_polls, late_poll_ns;
+
 /* Polls nothing: each call times out after the parameter. */
 static void *poller(void *unused)
 {
+	uint64_t timeout = (uint64_t)parameter_ms * 1000000u;
+	uint64_t expiry = timeout + (timeout / 1000 > 50000 ? timeout / 1000 : 50000);
+
 	atomic_fetch_add(&started, 1);
-	for (;;)
+	for (;;) {
+		uint64_t before = now_ns();
+
 		poll(NULL, 0, (int)parameter_ms);
+		uint64_t took = now_ns() - before;
+		if (took >= expiry + TDTEST_LATE_TIMER_NS) {
+			atomic_fetch_add(&late_poll_ns, took - expiry);
+			atomic_fetch_add(&late_polls, 1);
+		}
+	}
 	return NULL;
 }
 
@@ -216,6 +239,9 @@ static void serve_commands(void)
 			if (sscanf(line, "spawn %d", &k) == 1) {
 				start_threads(waiter, k);
 				printf("spawned\n");
+			} else if (strcmp(line, "late") == 0) {
+				printf("%llu %llu\n", (unsigned long long)atomic_load(&late_polls),
+				       (unsigned long long)atomic_load(&late_poll_ns));
 			} else if (strcmp(line, "getconc") == 0) {
 				printf("%d\n", pthread_getconcurrency());
 			} else if (sscanf(line, "untracked %d", &k) == 1) {
