@@ -73,8 +73,9 @@ struct tdshim_thread {
 	int *errno_location;          /* cached __errno_location() */
 	bool overflow;                /* counted in status.overflow_live */
 	bool exited;                  /* tracking ended: never adopt again */
-	bool sample_next_wait;        /* measure the CPU its next sleep takes (thread.c) */
-	unsigned int remote_wakes;    /* wakes from another CPU, dated by that measure */
+	unsigned int sample_kinds;    /* measure the CPU its next sleep of these kinds
+				       * takes (1 << kind: thread.c) */
+	unsigned int remote_wakes;    /* late wakes, dated by that measure */
 	uint64_t switches_looked_ns;  /* a condvar wait's last look at its switches (wrap_sync.c) */
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves
@@ -395,6 +396,7 @@ struct tdshim_wait_scope {
 	bool timed_out;         /* the call said its timeout expired */
 	uint64_t sample_cpu_ns; /* a sampled wait: the thread's CPU clock ... */
 	uint64_t sample_wall_ns; /* ... and the monotonic clock at its start */
+	uint64_t sample_read_ns; /* ... and what one read of that CPU clock costs */
 };
 /* glibc's cleanup buffers of the first kind (pthread_cleanup_push before
  * glibc 2.3.3, exported still and used inside libc; a list in the

@@ -733,25 +733,41 @@ static bool outer_scope_gone(const struct tdshim_thread *self, const struct tdsh
  * The CPU a sleep takes.  The kernel counts a sleeping call's own work
  * (entering the futex, switching out, and back in after the wake-up) as
  * running.  When the wake comes from another CPU within
- * TDSHIM_REMOTE_WAKE_NS, the stamp cannot say when the kernel counted the
- * thread runnable (see wait_woken), so the thread counts as woken the
- * half of that CPU that follows the wake before its return.  It is
- * measured as the thread CPU clock's growth over a sleep (two
- * clock_gettime calls, about 1.6 us on this kind
- * of machine): the sleep after such a wake, every one until a first
- * figure exists, then one in CREDIT_EVERY; the figure is the median of
- * the last CREDIT_SAMPLES, renewed with each batch (a virtual machine's
- * cost of a sleep moves with the host's own halt polling: 3.5 us at one
- * program's start, 14 us a second later).  Until the first batch such a
- * wake counts from the return.
+ * TDSHIM_REMOTE_WAKE_NS, or from a timer within TDSHIM_LATE_TIMER_NS, the
+ * stamp cannot say when the kernel counted the thread runnable (see
+ * late_wake), so the thread counts as woken that much CPU before its
+ * return: the part after the switch in, and, in its place, the part
+ * before the switch out, which the record counts BLOCKED from the
+ * announcement on.  It is measured as the thread CPU clock's growth over
+ * a sleep of the same kind (one figure per kind, below), less what one
+ * reading of that clock costs (a system call, about 0.6 us here: each
+ * reading falls in the middle of its own call, so the growth holds one
+ * whole call besides the sleep): the sleep of that kind after such a
+ * wake, every one until a first figure exists, then one in CREDIT_EVERY;
+ * the figure is the median of the kind's last CREDIT_SAMPLES, renewed
+ * with each batch (a virtual machine's cost of a sleep moves with the
+ * host's own halt polling: 3.5 us at one program's start, 14 us a second
+ * later).  Until the kind's first batch such a wake counts from the
+ * return.
  */
 #define CREDIT_SAMPLES 15u
 #define CREDIT_EVERY 64u
 #define CREDIT_SAMPLE_MAX_NS UINT64_C(1000000)
-static uint64_t credit_samples[CREDIT_SAMPLES];
-static unsigned int credit_claimed, credit_stored;
-static uint64_t remote_credit_ns;
+/* One figure per wait kind: a kind's sleeps differ from another's (a
+ * poll over many descriptors works tens of microseconds on its way in, a
+ * condvar wait may sleep twice, on the condvar and on its mutex), and a
+ * wake is dated by its own kind's figure. */
+static struct credit_figure {
+	uint64_t samples[CREDIT_SAMPLES];
+	unsigned int claimed, stored;
+	uint64_t credit_ns;
+} credits[TDSTAT_WAIT_KIND_COUNT];
 static bool credit_clock_failed;
+
+static struct credit_figure *credit_of(unsigned int kind)
+{
+	return &credits[kind < TDSTAT_WAIT_KIND_COUNT ? kind : TDSTAT_WAIT_FUTEX];
+}
 
 /* 0 in a seccomp sandbox: the thread CPU clock is a system call (the
  * vDSO serves only the wall clocks), which a filter may kill on. */
@@ -772,8 +788,13 @@ static uint64_t thread_cpu_ns(void)
 
 static void credit_sample_begin(struct tdshim_thread *self, struct tdshim_wait_scope *scope)
 {
-	self->sample_next_wait = false;
+	self->sample_kinds &= ~(1u << scope->kind);
+	/* The clock is a system call: each reading falls in the middle of
+	 * its own, so the growth up to the end's reading holds one whole
+	 * call besides the sleep's CPU.  Two readings here measure one. */
+	uint64_t first = thread_cpu_ns();
 	scope->sample_cpu_ns = thread_cpu_ns();
+	scope->sample_read_ns = first && scope->sample_cpu_ns > first ? scope->sample_cpu_ns - first : 0;
 	scope->sample_wall_ns = tdshim_stamp_ns();
 }
 
@@ -786,27 +807,29 @@ static void credit_sample_end(const struct tdshim_wait_scope *scope)
 	if (!cpu || cpu < scope->sample_cpu_ns || wall < scope->sample_wall_ns)
 		return;
 	cpu -= scope->sample_cpu_ns;
+	cpu = cpu > scope->sample_read_ns ? cpu - scope->sample_read_ns : 0;
 	wall -= scope->sample_wall_ns;
 	if (scope->never_slept || cpu > CREDIT_SAMPLE_MAX_NS || wall < cpu + 2000)
 		return;
-	unsigned int index = uatomic_add_return(&credit_claimed, 1) - 1;
+	struct credit_figure *figure = credit_of(scope->kind);
+	unsigned int index = uatomic_add_return(&figure->claimed, 1) - 1;
 
-	CMM_STORE_SHARED(credit_samples[index % CREDIT_SAMPLES], cpu);
-	if (uatomic_add_return(&credit_stored, 1) % CREDIT_SAMPLES != 0)
+	CMM_STORE_SHARED(figure->samples[index % CREDIT_SAMPLES], cpu);
+	if (uatomic_add_return(&figure->stored, 1) % CREDIT_SAMPLES != 0)
 		return;
 	/* The last one of a batch publishes the median (no allocation, no
 	 * lock, no libc call: this may run in a signal handler's wait; a
 	 * sample of the next batch stored meanwhile joins it). */
 	uint64_t sorted[CREDIT_SAMPLES];
 	for (unsigned int i = 0; i < CREDIT_SAMPLES; i++) {
-		uint64_t value = CMM_LOAD_SHARED(credit_samples[i]);
+		uint64_t value = CMM_LOAD_SHARED(figure->samples[i]);
 		unsigned int at = i;
 
 		for (; at > 0 && sorted[at - 1] > value; at--)
 			sorted[at] = sorted[at - 1];
 		sorted[at] = value;
 	}
-	CMM_STORE_SHARED(remote_credit_ns, sorted[CREDIT_SAMPLES / 2]);
+	CMM_STORE_SHARED(figure->credit_ns, sorted[CREDIT_SAMPLES / 2]);
 }
 
 TDSHIM_BLOCKING_PATH void tdshim_wait_begin(struct tdshim_wait_scope *scope)
@@ -841,7 +864,7 @@ TDSHIM_BLOCKING_PATH void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 		.object = scope->object,
 		.site = scope->site,
 	};
-	if (caa_unlikely(self->sample_next_wait))
+	if (caa_unlikely(self->sample_kinds) && (self->sample_kinds & (1u << scope->kind)))
 		credit_sample_begin(self, scope);
 	change_own_record(self, &change);
 	TDSHIM_PROFILE_END(begin, TDSHIM_PROFILE_WAIT_BEGIN);
@@ -878,13 +901,11 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
  * counts the thread runnable only once the CPU takes it, just before it
  * runs; on a busy CPU it queues the thread at once, and a woken sleeper
  * usually preempts soon.  The waiter cannot tell the two apart, so a
- * return within `bound` of `woken` counts as woken the CPU
- * its sleep takes after the wake before its return (or at `woken`, if
- * that is later): what the kernel counts in the first case, and most of
- * the second (a thread queued behind a busy CPU's current thread waits
- * its slice, milliseconds, past this bound).  That is half the CPU of the
- * whole sleep: going to sleep (the system call, the switch out) costs
- * about what coming back costs.  Measured on a 2-CPU guest whose host
+ * return within `bound` of `woken` counts as woken the CPU its kind's
+ * sleep takes before its return (or at `woken`, if that is later): what
+ * the kernel counts in the first case, and most of the second (a thread
+ * queued behind a busy CPU's current thread waits its slice,
+ * milliseconds, past this bound).  Measured on a 2-CPU guest whose host
  * runs a halted virtual CPU 40-100 us after its interrupt (a wake's
  * stamp to the kernel's wake-up: 60-110 us; a 500 us sleep's return
  * 140 us late on average), tests/accuracy's pool shapes (broadcast wakes
@@ -893,25 +914,25 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
  * (250 us) for them.  A bound of 120-250 us for remote wakes too brought
  * the C++ pool to 1.05 but the ping-pongs (each wake to the other, idle
  * CPU) from 0.98-0.99 to 0.95-0.96: it stays TDSHIM_REMOTE_WAKE_NS
- * (50 us).  The ping-pongs read 1.04-1.06 with the whole CPU of a sleep
- * and 0.97-0.99 with half.
+ * (50 us).  The whole CPU of the sleep, not half of it as until session
+ * 22: with half (and one figure for all kinds, the clock's own call left
+ * in) the ping-pongs read 0.89-0.93 of the kernel at no steal; with the
+ * whole, less the clock's call, 1.00-1.04 (DESIGN.md).
  */
-static uint64_t late_wake(uint64_t woken, uint64_t bound)
+static uint64_t late_wake(uint64_t woken, uint64_t bound, unsigned int kind)
 {
 	uint64_t now = tdshim_stamp_ns();
 
 	if (now < woken || now - woken >= bound)
 		return woken;
-	uint64_t credit = CMM_LOAD_SHARED(remote_credit_ns);
+	uint64_t credit = CMM_LOAD_SHARED(credit_of(kind)->credit_ns);
 
 	if (!CMM_LOAD_SHARED(credit_clock_failed) && !tdshim_in_sandbox() &&
 	    (!credit || ++tdshim_self.remote_wakes % CREDIT_EVERY == 0))
-		tdshim_self.sample_next_wait = true;
+		tdshim_self.sample_kinds |= 1u << (kind < TDSTAT_WAIT_KIND_COUNT ? kind : TDSTAT_WAIT_FUTEX);
 	if (!credit)
 		return woken;
-	uint64_t after_wake = credit / 2;
-
-	return now - woken > after_wake ? now - after_wake : woken;
+	return now - woken > credit ? now - credit : woken;
 }
 
 /* The moment the scope's wait was woken, as far as anyone stamped it; 0
@@ -937,7 +958,7 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 		 * clamped to it by the change. */
 		if (expiry <= since)
 			return 0;
-		return late_wake(expiry, TDSHIM_LATE_TIMER_NS);
+		return late_wake(expiry, TDSHIM_LATE_TIMER_NS, scope->kind);
 	}
 	unsigned int waker_cpu = 0;
 	bool claimed = false;
@@ -963,7 +984,7 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 	/* A wake from this CPU ran the waker here: the kernel queued the
 	 * thread at once. */
 	if (woken && tdshim_wake_from_other_cpu(waker_cpu))
-		return late_wake(woken, TDSHIM_REMOTE_WAKE_NS);
+		return late_wake(woken, TDSHIM_REMOTE_WAKE_NS, scope->kind);
 	return woken;
 }
 
