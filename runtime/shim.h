@@ -73,8 +73,9 @@ struct tdshim_thread {
 	int *errno_location;          /* cached __errno_location() */
 	bool overflow;                /* counted in status.overflow_live */
 	bool exited;                  /* tracking ended: never adopt again */
-	unsigned int sample_kinds;    /* measure the CPU its next sleep of these kinds
-				       * takes (1 << kind: thread.c) */
+	bool sample_pending;          /* measure the CPU its next sleep takes at ... */
+	unsigned int sample_kind;     /* ... this kind of wait, called ... */
+	const void *sample_site;      /* ... from here (thread.c) */
 	unsigned int remote_wakes;    /* late wakes, dated by that measure */
 	uint64_t switches_looked_ns;  /* a condvar wait's last look at its switches (wrap_sync.c) */
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]

@@ -742,8 +742,12 @@ static bool outer_scope_gone(const struct tdshim_thread *self, const struct tdsh
  * a sleep of the same kind (one figure per kind, below), less what one
  * reading of that clock costs (a system call, about 0.6 us here: each
  * reading falls in the middle of its own call, so the growth holds one
- * whole call besides the sleep): the sleep of that kind after such a
- * wake, every one until a first figure exists, then one in CREDIT_EVERY;
+ * whole call besides the sleep): the thread's next sleep of that kind
+ * from the same call site after such a wake (not merely the next of the
+ * kind, which may be a rare one: a sleep that a signal handler filled,
+ * 150 us of CPU, set the figure for another thread's light sleeps, read
+ * 2.9-3.9x the kernel; helper-64, rel_review sampled-elsewhere), every
+ * one until a first figure exists, then one in CREDIT_EVERY;
  * the figure is the median of the kind's last CREDIT_SAMPLES, renewed
  * with each batch (a virtual machine's cost of a sleep moves with the
  * host's own halt polling: 3.5 us at one program's start, 14 us a second
@@ -788,7 +792,7 @@ static uint64_t thread_cpu_ns(void)
 
 static void credit_sample_begin(struct tdshim_thread *self, struct tdshim_wait_scope *scope)
 {
-	self->sample_kinds &= ~(1u << scope->kind);
+	self->sample_pending = false;
 	/* The clock is a system call: each reading falls in the middle of
 	 * its own, so the growth up to the end's reading holds one whole
 	 * call besides the sleep's CPU.  Two readings here measure one. */
@@ -864,7 +868,7 @@ TDSHIM_BLOCKING_PATH void tdshim_wait_begin(struct tdshim_wait_scope *scope)
 		.object = scope->object,
 		.site = scope->site,
 	};
-	if (caa_unlikely(self->sample_kinds) && (self->sample_kinds & (1u << scope->kind)))
+	if (caa_unlikely(self->sample_pending) && scope->site == self->sample_site && scope->kind == self->sample_kind)
 		credit_sample_begin(self, scope);
 	change_own_record(self, &change);
 	TDSHIM_PROFILE_END(begin, TDSHIM_PROFILE_WAIT_BEGIN);
@@ -919,17 +923,21 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
  * in) the ping-pongs read 0.89-0.93 of the kernel at no steal; with the
  * whole, less the clock's call, 1.00-1.04 (DESIGN.md).
  */
-static uint64_t late_wake(uint64_t woken, uint64_t bound, unsigned int kind)
+static uint64_t late_wake(uint64_t woken, uint64_t bound, const struct tdshim_wait_scope *scope)
 {
+	struct tdshim_thread *self = &tdshim_self;
 	uint64_t now = tdshim_stamp_ns();
 
 	if (now < woken || now - woken >= bound)
 		return woken;
-	uint64_t credit = CMM_LOAD_SHARED(credit_of(kind)->credit_ns);
+	uint64_t credit = CMM_LOAD_SHARED(credit_of(scope->kind)->credit_ns);
 
 	if (!CMM_LOAD_SHARED(credit_clock_failed) && !tdshim_in_sandbox() &&
-	    (!credit || ++tdshim_self.remote_wakes % CREDIT_EVERY == 0))
-		tdshim_self.sample_kinds |= 1u << (kind < TDSTAT_WAIT_KIND_COUNT ? kind : TDSTAT_WAIT_FUTEX);
+	    (!credit || ++self->remote_wakes % CREDIT_EVERY == 0)) {
+		self->sample_kind = scope->kind;
+		self->sample_site = scope->site;
+		self->sample_pending = true;
+	}
 	if (!credit)
 		return woken;
 	return now - woken > credit ? now - credit : woken;
@@ -958,7 +966,7 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 		 * clamped to it by the change. */
 		if (expiry <= since)
 			return 0;
-		return late_wake(expiry, TDSHIM_LATE_TIMER_NS, scope->kind);
+		return late_wake(expiry, TDSHIM_LATE_TIMER_NS, scope);
 	}
 	unsigned int waker_cpu = 0;
 	bool claimed = false;
@@ -984,7 +992,7 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 	/* A wake from this CPU ran the waker here: the kernel queued the
 	 * thread at once. */
 	if (woken && tdshim_wake_from_other_cpu(waker_cpu))
-		return late_wake(woken, TDSHIM_REMOTE_WAKE_NS, scope->kind);
+		return late_wake(woken, TDSHIM_REMOTE_WAKE_NS, scope);
 	return woken;
 }
 

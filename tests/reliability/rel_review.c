@@ -64,6 +64,15 @@
  *                      deadline plus the slack, a timer that a halted
  *                      virtual CPU takes ~140 us late counted the delay:
  *                      1.3-1.7x)
+ *   sampled-elsewhere  a thread that spins 20 us and sleeps 2 ms in
+ *                      nanosleep (timer slack 200 us), beside another whose
+ *                      sleeps of the same kind are light at one call site
+ *                      and hold a 150 us signal handler at another: the
+ *                      first one's runnable share (tdstat -t) at most 1.6x
+ *                      its kernel CPU + run-queue share (the CPU a sleep
+ *                      costs sampled at the next sleep of the kind, which
+ *                      the other thread's handler filled, read 2.9-3.9x;
+ *                      helper-64)
  *   timer-busy         a thread sleeping 1 ms at a time in nanosleep on a
  *                      CPU busy with a higher-priority spinner for 5 ms of
  *                      each 20 ms: runnable ~0.5 (spinner 0.25, the
@@ -549,6 +558,77 @@ static int late_announcement(void)
 	return monotonic_under(preload, env, 0, 0);
 }
 
+/* ---- sampled-elsewhere ---- */
+/* From the last row of the thread named `name` in `tdstat --json -t`
+ * output (the last interval's): its runnable share and the kernel's CPU
+ * plus run-queue share beside it. */
+static bool thread_row(const char *output, const char *name, double *runnable, double *kernel)
+{
+	char pattern[64], line[4096];
+	const char *last = NULL;
+	bool ok = true;
+
+	snprintf(pattern, sizeof pattern, "\"name\":\"%s\"", name);
+	for (const char *at = output; (at = strstr(at, pattern)); at++)
+		last = at;
+	if (!last)
+		return false;
+	while (last > output && last[-1] != '\n')
+		last--;
+	size_t length = strcspn(last, "\n");
+	if (length >= sizeof line)
+		return false;
+	memcpy(line, last, length);
+	line[length] = 0;
+	*runnable = json_number(line, "runnable", &ok);
+	*kernel = json_number(line, "cpu", &ok) + json_number(line, "run_queue", &ok);
+	return ok && strstr(line, "\"cpu\":null") == NULL;
+}
+
+static int sampled_elsewhere(void)
+{
+	const char *argv[] = { TARGET, "sampled-elsewhere", "4", NULL };
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	struct tdtest_spawn_options options = { .preload = tdtest_shim_path(), .env = env };
+
+	for (int attempt = 1; attempt <= 3; attempt++) {
+		struct tdtest_child child;
+		char line[64], pid[16], *output = NULL;
+		size_t length;
+		double runnable = 0, kernel = 0;
+
+		if (tdtest_spawn(&child, argv, &options) != 0 || tdtest_read_line(&child, line, sizeof line, 10000) < 0) {
+			rel_fail("cannot start the target: %s", strerror(errno));
+			return 1;
+		}
+		snprintf(pid, sizeof pid, "%d", (int)child.pid);
+		/* Past the first batches of samples. */
+		tdtest_sleep_ms(1500);
+		const char *tdstat[] = { REL_TDSTAT_PATH, "--json", "-t", "-i", "1", "-c", "2", pid, NULL };
+		uint64_t start = tdtest_monotonic_ns();
+		double steal0 = tdtest_steal_s();
+		int status = tdtest_run(tdstat, NULL, &output, &length, 10000);
+		double steal1 = tdtest_steal_s(), span = (double)(tdtest_monotonic_ns() - start) / 1e9;
+		double steal = steal0 >= 0 && steal1 >= steal0 ? (steal1 - steal0) / span : 0;
+		tdtest_wait(&child, 10000);
+		bool found = status == 0 && output && thread_row(output, "sleeper", &runnable, &kernel);
+		free(output);
+		printf("sleeper: runnable %.4f, the kernel's CPU + run queue %.4f: ratio %.2f; the machine's steal "
+		       "%.3f CPUs\n",
+		       runnable, kernel, kernel > 0 ? runnable / kernel : 0, steal);
+		if (!found || kernel <= 0.002) {
+			rel_fail("no sleeper row with kernel figures in tdstat -t (%s)", status_text(status));
+			return 1;
+		}
+		/* A window with steal allows its share per CPU above. */
+		if (runnable <= 1.6 * kernel + (steal >= TDTEST_STEAL_SIGNIFICANT ? steal / 2 : 0))
+			return 0;
+	}
+	rel_fail("the sleeper counted above 1.6x the kernel in 3 tries: a credit sampled from the other "
+		 "thread's handler-filled sleeps");
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -596,6 +676,8 @@ int main(int argc, char **argv)
 		return runnable_as_kernel("mutex-queue-c11", 0.15);
 	if (!strcmp(mode, "timer-idle"))
 		return runnable_as_kernel("timer-idle", 0.15);
+	if (!strcmp(mode, "sampled-elsewhere"))
+		return sampled_elsewhere();
 	if (!strcmp(mode, "timer-busy")) {
 		if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
 			printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
@@ -610,6 +692,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere\n");
 	return 2;
 }

@@ -48,6 +48,14 @@
  *                  60 times; two waiters (SCHED_FIFO 1) asleep on it are
  *                  woken by one post each and wait for the CPU 8 and
  *                  4 ms; prints the three threads' kernel figures
+ *   sampled-elsewhere  for SECONDS: a "sleeper" thread (timer slack
+ *                  200 us, set by prctl) spins 20 us and sleeps 2 ms in
+ *                  nanosleep; an "inflater" thread sleeps 100 us in
+ *                  nanosleep (a timer wake the shim dates by the CPU a
+ *                  sleep costs, which asks for a sample), waits 50 us in
+ *                  sigwaitinfo, then sleeps in another nanosleep that a
+ *                  timer signal cuts short after 100 us, whose handler
+ *                  spins 150 us: a sleep of 150 us of CPU (helper-64)
  *   racing-posts   on CPU 0: a poster (SCHED_FIFO 3) posts a semaphore,
  *                  which wakes a waiter (SCHED_FIFO 1) that then waits
  *                  for the CPU 4 ms, and meanwhile posts and takes back
@@ -70,6 +78,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <threads.h>
@@ -881,6 +890,82 @@ static int futex_ring_collide(void)
 	return 0;
 }
 
+/* ---- sampled-elsewhere ---- */
+static volatile int se_stop;
+
+static void se_spin_us(long us)
+{
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	while ((now.tv_sec - start.tv_sec) * 1000000L + (now.tv_nsec - start.tv_nsec) / 1000 < us);
+}
+
+static void se_handler(int signal)
+{
+	(void)signal;
+	se_spin_us(150);
+}
+
+static void *se_sleeper(void *unused)
+{
+	const struct timespec pause = { 0, 2000000 };
+
+	prctl(PR_SET_TIMERSLACK, 200000UL, 0, 0, 0);
+	while (!se_stop) {
+		se_spin_us(20);
+		nanosleep(&pause, NULL);
+	}
+	return unused;
+}
+
+static void *se_inflater(void *unused)
+{
+	struct sigevent cut = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR1 };
+	struct sigevent decoy = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR2 };
+	const struct itimerspec cut_at = { .it_value = { 0, 100000 } }, decoy_at = { .it_value = { 0, 50000 } };
+	const struct timespec short_sleep = { 0, 100000 }, long_sleep = { 0, 10000000 };
+	timer_t cut_timer, decoy_timer;
+	sigset_t decoys;
+
+	cut._sigev_un._tid = decoy._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	sigemptyset(&decoys);
+	sigaddset(&decoys, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &decoys, NULL);
+	if (timer_create(CLOCK_MONOTONIC, &cut, &cut_timer) != 0 ||
+	    timer_create(CLOCK_MONOTONIC, &decoy, &decoy_timer) != 0)
+		return unused;
+	while (!se_stop) {
+		nanosleep(&short_sleep, NULL);
+		timer_settime(decoy_timer, 0, &decoy_at, NULL);
+		sigwaitinfo(&decoys, NULL);
+		timer_settime(cut_timer, 0, &cut_at, NULL);
+		nanosleep(&long_sleep, NULL);
+	}
+	return unused;
+}
+
+static int sampled_elsewhere(double seconds)
+{
+	struct sigaction action = { .sa_handler = se_handler };
+	pthread_t sleeper, inflater;
+
+	sigaction(SIGUSR1, &action, NULL);
+	pthread_create(&sleeper, NULL, se_sleeper, NULL);
+	pthread_setname_np(sleeper, "sleeper");
+	pthread_create(&inflater, NULL, se_inflater, NULL);
+	pthread_setname_np(inflater, "inflater");
+	printf("ready\n");
+	fflush(stdout);
+	pause_ns((long)(seconds * 1e9));
+	se_stop = 1;
+	pthread_join(sleeper, NULL);
+	pthread_join(inflater, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -916,12 +1001,14 @@ int main(int argc, char **argv)
 		return racing_posts();
 	if (!strcmp(mode, "timer-idle"))
 		return timer_idle();
+	if (!strcmp(mode, "sampled-elsewhere"))
+		return sampled_elsewhere(argc > 2 ? atof(argv[2]) : 5);
 	if (!strcmp(mode, "timer-busy"))
 		return timer_busy();
 	if (!strcmp(mode, "mutex-queue"))
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]\n");
 	return 2;
 }
