@@ -77,6 +77,8 @@ struct tdshim_thread {
 	unsigned int sample_kind;     /* ... this kind of wait, called ... */
 	const void *sample_site;      /* ... from here (thread.c) */
 	unsigned int remote_wakes;    /* late wakes, dated by that measure */
+	bool timer_slack_own;         /* timer_slack_ns is this thread's (else the process's: */
+	uint64_t timer_slack_ns;      /* tdshim_timer_slack_ns): set by prctl, or its creator's */
 	uint64_t switches_looked_ns;  /* a condvar wait's last look at its switches (wrap_sync.c) */
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves
@@ -275,6 +277,9 @@ static inline void tdshim_wake_stamp_if_gathering(const void *object)
 /* The kernel's timer slack of this process (ns): a timed wait ends up to
  * this much after its deadline, where runtime/thread.c dates its wake. */
 extern uint64_t tdshim_timer_slack_ns;
+/* A successful PR_SET_TIMERSLACK to `requested` (prctl, or syscall()):
+ * the calling thread's timers get that slack from now on (thread.c). */
+void tdshim_timer_slack_changed(unsigned long requested);
 
 /*
  * Set once the process runs under a seccomp filter: one it inherited

@@ -12,6 +12,7 @@
  */
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <threads.h>
 #include <unwind.h>
@@ -28,6 +29,9 @@ struct launch {
 	/* Instead, a C11 one (thrd_create), which returns an int. */
 	int (*c11_start_routine)(void *);
 	void *argument;
+	/* The creator's timer slack, which the kernel gives the new thread. */
+	bool timer_slack_own;
+	uint64_t timer_slack_ns;
 };
 static struct launch launches[TDSTAT_RECORD_CAPACITY];
 
@@ -315,6 +319,8 @@ static __attribute__((noinline)) void *trampoline(void *argument)
 		begin_tracking(NULL);
 	}
 	CMM_STORE_SHARED(launch_taken, true);
+	tdshim_self.timer_slack_own = copy.timer_slack_own;
+	tdshim_self.timer_slack_ns = copy.timer_slack_ns;
 	bool leaving __attribute__((cleanup(end_tracking_unless_hooked))) = true;
 	(void)leaving;
 	CMM_STORE_SHARED(in_start_routine, true);
@@ -410,6 +416,8 @@ static int create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*
 	launch->start_routine = start_routine;
 	launch->c11_start_routine = c11_start_routine;
 	launch->argument = argument;
+	launch->timer_slack_own = tdshim_self.timer_slack_own;
+	launch->timer_slack_ns = tdshim_self.timer_slack_ns;
 
 	error = tdshim_real_pthread_create(thread, attr, thread_entry, launch);
 	if (error == 0)
@@ -886,7 +894,7 @@ TDSHIM_BLOCKING_PATH void tdshim_wait_begin(struct tdshim_wait_scope *scope)
  */
 static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t deadline, uint64_t since)
 {
-	uint64_t slack = tdshim_timer_slack_ns;
+	uint64_t slack = tdshim_self.timer_slack_own ? tdshim_self.timer_slack_ns : tdshim_timer_slack_ns;
 
 	if (scope->kind != TDSTAT_WAIT_IO || deadline <= since)
 		return slack;
@@ -894,6 +902,36 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
 	if (share > TDSHIM_MAX_POLL_SLACK_NS)
 		share = TDSHIM_MAX_POLL_SLACK_NS;
 	return share > slack ? share : slack;
+}
+
+/*
+ * The kernel's timer slack is per thread: PR_SET_TIMERSLACK sets the
+ * calling thread's (0: back to its default, the slack its creator had
+ * when it was created, which only the kernel keeps: read back, unless a
+ * seccomp filter may forbid the call), and a new thread starts with its
+ * creator's (the launch carries it).  A thread the shim did not start
+ * has the process's, read at start.
+ */
+void tdshim_timer_slack_changed(unsigned long requested)
+{
+	struct tdshim_thread *self = &tdshim_self;
+
+	if (requested > 0) {
+		self->timer_slack_ns = requested;
+		self->timer_slack_own = true;
+		return;
+	}
+	self->timer_slack_own = false;
+	if (tdshim_in_sandbox() || !tdshim_real_prctl)
+		return;
+	int saved = errno;
+	int slack = tdshim_real_prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+
+	errno = saved;
+	if (slack >= 0) {
+		self->timer_slack_ns = (uint64_t)slack;
+		self->timer_slack_own = true;
+	}
 }
 
 /*

@@ -176,7 +176,11 @@ __attribute__((noinline)) static long tracked_syscall(long number, long a1, long
 	if (number == SYS_seccomp || number == SYS_prctl) {
 		if (number == SYS_seccomp || a1 == PR_SET_SECCOMP)
 			tdshim_note_sandbox();
-		return tdshim_real_syscall(number, a1, a2, a3, a4, a5, a6);
+		long result = tdshim_real_syscall(number, a1, a2, a3, a4, a5, a6);
+
+		if (number == SYS_prctl && a1 == PR_SET_TIMERSLACK && result == 0)
+			tdshim_timer_slack_changed((unsigned long)a2);
+		return result;
 	}
 	if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
 		return futex_wait_call(a1, a2, a3, a4, a5, a6, site);

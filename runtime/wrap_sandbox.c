@@ -2,9 +2,10 @@
 /*
  * prctl(): no transition.  Interposed to see a seccomp filter go in
  * (PR_SET_SECCOMP), after which the shim makes no system call of its own
- * that the filter may refuse by killing (shim.h, tdshim_sandboxed).  The
- * arguments are read as glibc's own prctl reads them: four more words,
- * whatever the option.
+ * that the filter may refuse by killing (shim.h, tdshim_sandboxed), and a
+ * thread's new timer slack (PR_SET_TIMERSLACK), by which the shim dates
+ * its timers' wakes (thread.c, timer_slack).  The arguments are read as
+ * glibc's own prctl reads them: four more words, whatever the option.
  */
 #include <stdarg.h>
 #include <sys/prctl.h>
@@ -25,5 +26,9 @@ TDSHIM_EXPORT int prctl(int option, ...)
 	TDSHIM_REQUIRE_LIBC(prctl);
 	if (option == PR_SET_SECCOMP)
 		tdshim_note_sandbox();
-	return tdshim_real_prctl(option, a2, a3, a4, a5);
+	int result = tdshim_real_prctl(option, a2, a3, a4, a5);
+
+	if (option == PR_SET_TIMERSLACK && result == 0)
+		tdshim_timer_slack_changed(a2);
+	return result;
 }
