@@ -912,20 +912,10 @@ static int futex_ring_collide(void)
 /* ---- sampled-elsewhere ---- */
 static volatile int se_stop;
 
-static void se_spin_us(long us)
-{
-	struct timespec start, now;
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	do
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	while ((now.tv_sec - start.tv_sec) * 1000000L + (now.tv_nsec - start.tv_nsec) / 1000 < us);
-}
-
 static void se_handler(int signal)
 {
 	(void)signal;
-	se_spin_us(150);
+	spin_ns(150000);
 }
 
 static void *se_sleeper(void *unused)
@@ -940,7 +930,7 @@ static void *se_sleeper(void *unused)
 	tdtest_raw_syscall4(SYS_prctl, PR_SET_TIMERSLACK, 200000, 0, 0);
 #endif
 	while (!se_stop) {
-		se_spin_us(20);
+		spin_ns(20000);
 		nanosleep(&pause, NULL);
 	}
 	return unused;
