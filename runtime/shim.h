@@ -79,6 +79,8 @@ struct tdshim_thread {
 	unsigned int remote_wakes;    /* late wakes, dated by that measure */
 	bool timer_slack_own;         /* timer_slack_ns is this thread's (else the process's: */
 	uint64_t timer_slack_ns;      /* tdshim_timer_slack_ns): set by prctl, or its creator's */
+	bool default_slack_own;       /* the same for the slack a PR_SET_TIMERSLACK of 0 */
+	uint64_t default_slack_ns;    /* goes back to: its creator's at its creation */
 	uint64_t switches_looked_ns;  /* a condvar wait's last look at its switches (wrap_sync.c) */
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves

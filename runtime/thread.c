@@ -319,8 +319,8 @@ static __attribute__((noinline)) void *trampoline(void *argument)
 		begin_tracking(NULL);
 	}
 	CMM_STORE_SHARED(launch_taken, true);
-	tdshim_self.timer_slack_own = copy.timer_slack_own;
-	tdshim_self.timer_slack_ns = copy.timer_slack_ns;
+	tdshim_self.timer_slack_own = tdshim_self.default_slack_own = copy.timer_slack_own;
+	tdshim_self.timer_slack_ns = tdshim_self.default_slack_ns = copy.timer_slack_ns;
 	bool leaving __attribute__((cleanup(end_tracking_unless_hooked))) = true;
 	(void)leaving;
 	CMM_STORE_SHARED(in_start_routine, true);
@@ -906,11 +906,14 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
 
 /*
  * The kernel's timer slack is per thread: PR_SET_TIMERSLACK sets the
- * calling thread's (0: back to its default, the slack its creator had
- * when it was created, which only the kernel keeps: read back, unless a
- * seccomp filter may forbid the call), and a new thread starts with its
- * creator's (the launch carries it).  A thread the shim did not start
- * has the process's, read at start.
+ * calling thread's, 0 sets it back to the thread's default (the slack its
+ * creator had when it was created), and a new thread starts with its
+ * creator's: the launch carries it, as both.  A thread the shim did not
+ * start has the process's (read at start) as both.  No system call here
+ * (reading the slack back would be one the program never makes, which a
+ * seccomp filter installed by an inline system call may kill on;
+ * helper-65).  Not followed: a change of scheduling policy (a real-time
+ * thread's timers get no slack; leaving real time restores the default).
  */
 void tdshim_timer_slack_changed(unsigned long requested)
 {
@@ -921,17 +924,8 @@ void tdshim_timer_slack_changed(unsigned long requested)
 		self->timer_slack_own = true;
 		return;
 	}
-	self->timer_slack_own = false;
-	if (tdshim_in_sandbox() || !tdshim_real_prctl)
-		return;
-	int saved = errno;
-	int slack = tdshim_real_prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-
-	errno = saved;
-	if (slack >= 0) {
-		self->timer_slack_ns = (uint64_t)slack;
-		self->timer_slack_own = true;
-	}
+	self->timer_slack_ns = self->default_slack_ns;
+	self->timer_slack_own = self->default_slack_own;
 }
 
 /*

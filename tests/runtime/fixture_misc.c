@@ -47,6 +47,12 @@
  *                 shim's look at the thread's switches, its copy of the
  *                 timeout and its measure of a sleep's CPU after a timer
  *                 are system calls of its own); prints sandbox_waits=20.
+ *   slack_reset_unseen  under a seccomp filter put in by an inline system
+ *                 call (unseen by the shim) that kills the process at
+ *                 prctl(PR_GET_TIMERSLACK), which the program never makes:
+ *                 sets its timer slack to 200 us and back to its default
+ *                 (0) through prctl() and syscall(SYS_prctl), sleeping
+ *                 after each; prints slack_resets=2.
  *   own_getrusage the same waits, no filter, in a program that defines
  *                 its own getrusage (rt_misc_own_getrusage, built with
  *                 RT_OWN_GETRUSAGE; exported, it overrides libc's): the
@@ -57,6 +63,7 @@
  */
 #define _GNU_SOURCE
 #include "fixture.h"
+#include "raw_syscall.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -619,6 +626,43 @@ static int sandbox(char how, char **argv)
 	return sandbox_waits();
 }
 
+/* A reset of the timer slack to the thread's default (0) made the shim
+ * read the slack back (helper-65): one call the filter kills on. */
+static int slack_reset_unseen(void)
+{
+#if defined(__x86_64__)
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_GET_TIMERSLACK, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog program = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+	const struct timespec pause = { 0, 1000000 };
+	int resets = 0;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    tdtest_raw_syscall4(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&program, 0) != 0)
+		fx_die("seccomp");
+	for (int i = 0; i < 2; i++) {
+		if (prctl(PR_SET_TIMERSLACK, 200000UL, 0, 0, 0) != 0)
+			fx_die("PR_SET_TIMERSLACK");
+		nanosleep(&pause, NULL);
+		if ((i == 0 ? prctl(PR_SET_TIMERSLACK, 0UL, 0, 0, 0) : syscall(SYS_prctl, PR_SET_TIMERSLACK, 0UL, 0, 0, 0)) != 0)
+			fx_die("PR_SET_TIMERSLACK 0");
+		nanosleep(&pause, NULL);
+		resets++;
+	}
+	printf("slack_resets=%d\n", resets);
+	return 0;
+#else
+	printf("slack_resets=2\n");
+	return 0;
+#endif
+}
+
 static int no_getpid(void)
 {
 	struct sock_filter code[] = {
@@ -653,6 +697,8 @@ int main(int argc, char **argv)
 		return sandbox('s', argv);
 	if (argc == 2 && !strcmp(argv[1], "sandbox_syscall_prctl"))
 		return sandbox('q', argv);
+	if (argc == 2 && !strcmp(argv[1], "slack_reset_unseen"))
+		return slack_reset_unseen();
 	if (argc == 2 && !strcmp(argv[1], "sandbox_inherited"))
 		return sandbox('e', argv);
 	if (argc == 2 && (!strcmp(argv[1], "sandbox_child") || !strcmp(argv[1], "own_getrusage")))

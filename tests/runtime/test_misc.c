@@ -175,6 +175,20 @@ Test(lifecycle, a_filter_put_in_by_syscall_meets_no_call_of_the_shim)
 	sandboxed_waits("sandbox_syscall");
 }
 
+/* A timer slack set back to the default (0) is the thread's creator's,
+ * not read back from the kernel: a filter the shim cannot see (put in by
+ * an inline system call) that kills on PR_GET_TIMERSLACK, a call the
+ * program never makes, killed the program under 7f91602 (helper-65). */
+Test(lifecycle, a_timer_slack_reset_makes_no_call_an_unseen_filter_forbids)
+{
+	const char *args[] = { "slack_reset_unseen", NULL };
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	struct rt_output out = rt_run("rt_misc", args, env);
+
+	rt_expect_int(&out, "slack_resets", 2);
+	rt_free(&out);
+}
+
 Test(lifecycle, an_inherited_filter_meets_no_call_of_the_shim)
 {
 	sandboxed_waits("sandbox_inherited");
