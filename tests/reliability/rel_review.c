@@ -419,6 +419,7 @@ static int monotonic_under(const char *preload, const char *const *env, int rese
 	td_ta_stats_ns_t prev = { 0 }, cur;
 	bool have = false;
 	long snapshots = 0, failed = 0, decreases = 0, windows = 0;
+	uint64_t largest = 0; /* the largest decrease, ns */
 	uint64_t end = tdtest_monotonic_ns() + (uint64_t)(seconds * 1e9);
 	while (tdtest_monotonic_ns() < end) {
 		memset(&cur, 0, sizeof cur);
@@ -442,6 +443,8 @@ static int monotonic_under(const char *preload, const char *const *env, int rese
 					a = prev.idle_by_kind_ns[k];
 					b = cur.idle_by_kind_ns[k];
 				}
+			if (what && a - b > largest)
+				largest = a - b;
 			if (what && decreases++ < 10)
 				fprintf(stderr, "decrease of %s within one window: %llu -> %llu ns\n", what,
 					(unsigned long long)a, (unsigned long long)b);
@@ -459,7 +462,19 @@ static int monotonic_under(const char *preload, const char *const *env, int rese
 	       windows, decreases, status_text(rstatus));
 	if (rstatus != 0)
 		rel_fail("the resetter: %s", status_text(rstatus));
-	if (decreases > allowed)
+	/* One decrease of a few milliseconds is the hole docs/READER.md
+	 * leaves: a host that deschedules the virtual CPU between a writer's
+	 * counter read and its store makes a late announcement, visible until
+	 * the writer's next store (CI once: lwps_ns 3.8 ms down in 122,146
+	 * snapshots; stalled-store shows the rate, 1 in 12 runs at one
+	 * stall in 256 announcements).  With resets only: what that test is
+	 * for, a reset racing the snapshots, is not one such in a run, and
+	 * late-announcement keeps holding the writer's side to none. */
+	bool host_hole = resets > 0 && decreases == allowed + 1 && largest <= 5000000;
+	if (host_hole)
+		printf("one decrease of %.3f ms: the late announcement of a descheduled writer (READER.md)\n",
+		       largest / 1e6);
+	if (decreases > allowed && !host_hole)
 		rel_fail("%ld integrals went down within one window (at most %ld allowed)", decreases, allowed);
 	if (resets && windows < 10)
 		rel_fail("only %ld new windows seen: the resets did not race the snapshots", windows);
