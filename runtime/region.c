@@ -428,6 +428,7 @@ static void after_fork_in_child(void)
 	 * longer serves (the counter is far past 0) and the next change
 	 * renews it from this process's clock. */
 	memset(tdshim_self.anchors, 0, sizeof(tdshim_self.anchors));
+	tdshim_sched_after_fork();
 	tdshim_thread_adopt();
 }
 
@@ -645,6 +646,7 @@ static void initialise_once(bool caller_is_main)
 	fill_header();
 	tdshim_track_reads = flag_from_environment("TDSTAT_TRACK_READS");
 	tdshim_timer_slack_ns = timer_slack();
+	tdshim_sched_init();
 	note_inherited_sandbox();
 	tdshim_probe_semaphore_layout();
 	tdshim_probe_rwlock_layout();

@@ -81,6 +81,10 @@ struct tdshim_thread {
 	uint64_t timer_slack_ns;      /* tdshim_timer_slack_ns): set by prctl, or its creator's */
 	bool default_slack_own;       /* the same for the slack a PR_SET_TIMERSLACK of 0 */
 	uint64_t default_slack_ns;    /* goes back to: its creator's at its creation */
+	bool sched_own;               /* sched_rt is this thread's (else the process's, */
+	bool sched_rt;                /* tdshim_process_rt): a real-time or deadline policy, */
+	bool sched_reset;             /* ... and SCHED_RESET_ON_FORK (thread.c, scheduling) */
+	uint32_t sched_seen;          /* its slot's scheduling word as last applied */
 	uint64_t switches_looked_ns;  /* a condvar wait's last look at its switches (wrap_sync.c) */
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves
@@ -276,12 +280,27 @@ static inline void tdshim_wake_stamp_if_gathering(const void *object)
 		tdshim_wake_stamp(object);
 }
 
-/* The kernel's timer slack of this process (ns): a timed wait ends up to
- * this much after its deadline, where runtime/thread.c dates its wake. */
+/* The kernel's timer slack of this process at start (ns): a timed wait
+ * ends up to this much after its deadline, where runtime/thread.c dates
+ * its wake; the slack of every thread that has none of its own
+ * (struct tdshim_thread, timer_slack_own). */
 extern uint64_t tdshim_timer_slack_ns;
 /* A successful PR_SET_TIMERSLACK to `requested` (prctl, or syscall()):
  * the calling thread's timers get that slack from now on (thread.c). */
 void tdshim_timer_slack_changed(unsigned long requested);
+/* A successful change of scheduling policy (sched_setscheduler,
+ * pthread_setschedparam, sched_setattr through syscall()) of thread
+ * `tid` of this process (0: the caller); `policy` as the call took it
+ * (SCHED_RESET_ON_FORK may be or-ed in).  A real-time or deadline
+ * thread's timers get no slack (thread.c). */
+void tdshim_sched_changed(pid_t tid, int policy);
+/* The same for a thread named by its pthread_t. */
+void tdshim_sched_thread_changed(pthread_t thread, int policy);
+/* The process's policy at start (the main thread's, and the fallback of
+ * threads the shim did not start), read once by runtime/region.c. */
+void tdshim_sched_init(void);
+/* In a fork child, before its thread is adopted: SCHED_RESET_ON_FORK. */
+void tdshim_sched_after_fork(void);
 
 /*
  * Set once the process runs under a seccomp filter: one it inherited

@@ -32,6 +32,11 @@ struct launch {
 	/* The creator's timer slack, which the kernel gives the new thread. */
 	bool timer_slack_own;
 	uint64_t timer_slack_ns;
+	/* The new thread's scheduling class as the kernel starts it: its
+	 * creator's, or the attributes' (see launch_sched). */
+	bool sched_own;
+	bool sched_rt;
+	int sched_explicit; /* the attributes' class: 0 none, else 1 + real-time */
 };
 static struct launch launches[TDSTAT_RECORD_CAPACITY];
 
@@ -232,6 +237,263 @@ static void end_tracking_at_unwinding(void *unused)
 		end_tracking();
 }
 
+/*
+ * Scheduling policy, for the timer slack (timer_slack below).  The kernel
+ * gives a real-time or deadline thread's timers no slack, and since
+ * Linux 6.12 (and the stable releases of March 2025 on) says so in the
+ * thread's slack itself: a policy change into real time sets it to 0, a
+ * change out of it sets a 0 back to the thread's default, and
+ * PR_SET_TIMERSLACK is ignored meanwhile (verified on this machine's
+ * 6.18; a thread created by a real-time one starts with 0 as both its
+ * slack and its default).  Older kernels only skip the slack while the
+ * policy is real time; the shim follows the newer rules, which agree
+ * with the older ones while the thread is real time.
+ *
+ * Another thread's policy may be changed too (pthread_setschedparam,
+ * sched_setscheduler of its tid), also before it first runs: the change
+ * goes into the target's word, one per record, tagged with the record's
+ * generation, and the target applies it before it next takes or dates a
+ * slack (sched_sync); nothing of another thread's TLS is written.  The
+ * word counts the changes into real time, so that a target that missed
+ * a round trip (real time and back before it looked) still takes the
+ * slack back to its default.  A thread past capacity (no record) sees
+ * only its own changes.
+ */
+#define SCHED_WORD_VALID 1u
+#define SCHED_WORD_RT 2u
+#define SCHED_WORD_RESET 4u
+#define SCHED_WORD_ENTRIES_SHIFT 3
+#define SCHED_WORD_ENTRIES_MASK 31u
+#define SCHED_WORD_GENERATION_SHIFT 8
+#define SCHED_WORD_GENERATION_MASK (UINT32_MAX >> SCHED_WORD_GENERATION_SHIFT)
+static uint32_t sched_words[TDSTAT_RECORD_CAPACITY];
+/* The process's class at start, for threads the shim did not start. */
+static bool process_rt, process_reset;
+
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+
+static void *thread_entry(void *argument);
+
+static bool policy_is_rt(int policy)
+{
+	policy &= ~SCHED_RESET_ON_FORK;
+	return policy == SCHED_FIFO || policy == SCHED_RR || policy == SCHED_DEADLINE;
+}
+
+static bool thread_is_rt(const struct tdshim_thread *self)
+{
+	return self->sched_own ? self->sched_rt : CMM_LOAD_SHARED(process_rt);
+}
+
+static bool thread_resets_on_fork(const struct tdshim_thread *self)
+{
+	return self->sched_own ? self->sched_reset : CMM_LOAD_SHARED(process_reset);
+}
+
+/* The kernel's rules for the slack at a change of class (see above). */
+static void sched_apply(struct tdshim_thread *self, bool rt, bool reset)
+{
+	bool was_rt = thread_is_rt(self);
+	uint64_t slack = self->timer_slack_own ? self->timer_slack_ns : tdshim_timer_slack_ns;
+
+	if (rt && !was_rt) {
+		self->timer_slack_own = true;
+		self->timer_slack_ns = 0;
+	} else if (!rt && was_rt && slack == 0) {
+		self->timer_slack_own = self->default_slack_own;
+		self->timer_slack_ns = self->default_slack_ns;
+	}
+	self->sched_own = true;
+	self->sched_rt = rt;
+	self->sched_reset = reset;
+}
+
+static uint32_t record_generation(const struct tdstat_record *record)
+{
+	return CMM_LOAD_SHARED(record->copy[CMM_LOAD_SHARED(record->seq) & 1].generation) & SCHED_WORD_GENERATION_MASK;
+}
+
+static bool word_is_of(uint32_t word, uint32_t generation)
+{
+	return (word & SCHED_WORD_VALID) && word >> SCHED_WORD_GENERATION_SHIFT == generation;
+}
+
+static uint32_t word_entries(uint32_t word)
+{
+	return word >> SCHED_WORD_ENTRIES_SHIFT & SCHED_WORD_ENTRIES_MASK;
+}
+
+/* Record `index` (of `generation`) in class (rt, reset): the word
+ * replaced, its count of entries into real time carried on. */
+static uint32_t sched_write(uint32_t index, uint32_t generation, bool rt, bool reset)
+{
+	uint32_t old = CMM_LOAD_SHARED(sched_words[index]);
+
+	for (;;) {
+		uint32_t entries = word_is_of(old, generation) ? word_entries(old) : 0;
+		if (rt)
+			entries = (entries + 1) & SCHED_WORD_ENTRIES_MASK;
+		uint32_t word = generation << SCHED_WORD_GENERATION_SHIFT | entries << SCHED_WORD_ENTRIES_SHIFT |
+				SCHED_WORD_VALID | (rt ? SCHED_WORD_RT : 0) | (reset ? SCHED_WORD_RESET : 0);
+		uint32_t seen = uatomic_cmpxchg(&sched_words[index], old, word);
+		if (seen == old)
+			return word;
+		old = seen;
+	}
+}
+
+/* Changes another thread wrote to this one's word, applied. */
+static void sched_sync(struct tdshim_thread *self)
+{
+	const struct tdstat_record *record = self->record;
+
+	if (!record)
+		return;
+	uint32_t word = CMM_LOAD_SHARED(sched_words[record - tdstat_region.records]);
+	if (caa_likely(word == self->sched_seen))
+		return;
+	uint32_t generation = record_generation(record);
+	if (!word_is_of(word, generation))
+		return;
+	uint32_t entries = word_is_of(self->sched_seen, generation) ? word_entries(self->sched_seen) : 0;
+	self->sched_seen = word;
+	bool rt = word & SCHED_WORD_RT, reset = word & SCHED_WORD_RESET;
+	/* Into real time and out again since the last look. */
+	if (word_entries(word) != entries && !rt)
+		sched_apply(self, true, reset);
+	sched_apply(self, rt, reset);
+}
+
+/* This thread's own class into its word. */
+static void sched_publish(struct tdshim_thread *self)
+{
+	const struct tdstat_record *record = self->record;
+
+	if (record)
+		self->sched_seen = sched_write((uint32_t)(record - tdstat_region.records), record_generation(record),
+					       thread_is_rt(self), thread_resets_on_fork(self));
+}
+
+/* The record of a thread the shim started, from its descriptor: the
+ * launch glibc keeps as its start routine's argument. */
+static const struct tdstat_record *launched_record(pthread_t thread)
+{
+	int32_t offset = CMM_LOAD_SHARED(pthread_start_routine_offset);
+
+	if (offset < 0 || !thread)
+		return NULL;
+	void *const *fields = (void *const *)((const char *)thread + offset);
+	if (fields[0] != (void *)thread_entry || !is_record_launch(fields[1]))
+		return NULL;
+	return &tdstat_region.records[(const struct launch *)fields[1] - launches];
+}
+
+void tdshim_sched_changed(pid_t tid, int policy)
+{
+	struct tdshim_thread *self = &tdshim_self;
+	bool rt = policy_is_rt(policy), reset = (policy & SCHED_RESET_ON_FORK) != 0;
+
+	if (tid == 0 || tid == self->tid) {
+		sched_sync(self);
+		sched_apply(self, rt, reset);
+		sched_publish(self);
+		return;
+	}
+	/* Another thread of this process, by its record.  One that ends
+	 * meanwhile leaves a word of its generation, which the slot's next
+	 * owner ignores. */
+	uint32_t used = CMM_LOAD_SHARED(tdstat_region.header.status.high_water);
+	if (used > TDSTAT_RECORD_CAPACITY)
+		used = TDSTAT_RECORD_CAPACITY;
+	for (uint32_t i = 0; i < used; i++) {
+		const struct tdstat_record *record = &tdstat_region.records[i];
+		const struct tdstat_record_copy *copy = &record->copy[CMM_LOAD_SHARED(record->seq) & 1];
+
+		if (CMM_LOAD_SHARED(copy->tid) == tid && CMM_LOAD_SHARED(copy->state) != TDSTAT_STATE_FREE) {
+			sched_write(i, record_generation(record), rt, reset);
+			return;
+		}
+	}
+}
+
+void tdshim_sched_thread_changed(pthread_t thread, int policy)
+{
+	if (pthread_equal(thread, pthread_self())) {
+		tdshim_sched_changed(0, policy);
+		return;
+	}
+	/* One the shim started, also before it first ran (its record's tid
+	 * is then still 0). */
+	const struct tdstat_record *record = launched_record(thread);
+	if (record) {
+		sched_write((uint32_t)(record - tdstat_region.records), record_generation(record), policy_is_rt(policy),
+			    (policy & SCHED_RESET_ON_FORK) != 0);
+		return;
+	}
+	int32_t offset = CMM_LOAD_SHARED(pthread_tid_offset);
+	if (offset < 0 || !thread)
+		return;
+	pid_t tid = *(const volatile pid_t *)((const char *)thread + offset);
+	if (tid > 0)
+		tdshim_sched_changed(tid, policy);
+}
+
+void tdshim_sched_init(void)
+{
+	int saved_errno = errno;
+	int policy = sched_getscheduler(0);
+
+	errno = saved_errno;
+	if (policy < 0)
+		return;
+	CMM_STORE_SHARED(process_rt, policy_is_rt(policy));
+	CMM_STORE_SHARED(process_reset, (policy & SCHED_RESET_ON_FORK) != 0);
+}
+
+/* A fork child's only thread: SCHED_RESET_ON_FORK took it out of real
+ * time (its slack stays as it was). */
+void tdshim_sched_after_fork(void)
+{
+	struct tdshim_thread *self = &tdshim_self;
+
+	sched_sync(self);
+	if (thread_resets_on_fork(self)) {
+		self->sched_own = true;
+		self->sched_rt = false;
+		self->sched_reset = false;
+	}
+}
+
+/*
+ * What a new thread starts with: its creator's slack (as its own and as
+ * its default) and its creator's class, unless the creator resets on
+ * fork (then not real time), or the attributes say otherwise
+ * (PTHREAD_EXPLICIT_SCHED: glibc then sets the new thread's policy, a
+ * change like any other; an attribute left at SCHED_OTHER with a
+ * priority is glibc's "the creator's policy", which must be real time
+ * for the creation to succeed).
+ */
+static void launch_sched(struct launch *launch, const pthread_attr_t *attr)
+{
+	struct tdshim_thread *self = &tdshim_self;
+	int inherit = PTHREAD_INHERIT_SCHED, policy = SCHED_OTHER;
+	struct sched_param param = { 0 };
+
+	sched_sync(self);
+	launch->timer_slack_own = self->timer_slack_own;
+	launch->timer_slack_ns = self->timer_slack_ns;
+	launch->sched_own = self->sched_own;
+	launch->sched_rt = thread_is_rt(self) && !thread_resets_on_fork(self);
+	launch->sched_explicit = 0;
+	if (!attr || pthread_attr_getinheritsched(attr, &inherit) != 0 || inherit != PTHREAD_EXPLICIT_SCHED ||
+	    pthread_attr_getschedpolicy(attr, &policy) != 0 || pthread_attr_getschedparam(attr, &param) != 0)
+		return;
+	bool rt = policy_is_rt(policy) || (policy == SCHED_OTHER && param.sched_priority > 0 && thread_is_rt(self));
+	launch->sched_explicit = 1 + rt;
+}
+
 /* Runs in the thread itself, first thing, on the record its creator (or
  * adopt) claimed. */
 static void begin_tracking(struct tdstat_record *record)
@@ -261,6 +523,11 @@ static void begin_tracking(struct tdstat_record *record)
 	self->exited = false;
 	if (record)
 		tdshim_record_set_owner(record, tdshim_cached_tid(), false);
+	/* A change made by another thread before this one ran (to the
+	 * record its creator claimed) applies first. */
+	self->sched_seen = 0;
+	sched_sync(self);
+	sched_publish(self);
 	cmm_barrier();
 	self->writing = 0;
 }
@@ -312,6 +579,15 @@ static __attribute__((noinline)) void *trampoline(void *argument)
 	struct launch *launch = argument;
 	struct launch copy = *launch;
 
+	tdshim_self.timer_slack_own = tdshim_self.default_slack_own = copy.timer_slack_own;
+	tdshim_self.timer_slack_ns = tdshim_self.default_slack_ns = copy.timer_slack_ns;
+	tdshim_self.sched_own = copy.sched_own;
+	tdshim_self.sched_rt = copy.sched_rt;
+	tdshim_self.sched_reset = false;
+	/* The attributes' policy, which glibc set as it created the thread,
+	 * before anything another thread changed since. */
+	if (copy.sched_explicit)
+		sched_apply(&tdshim_self, copy.sched_explicit > 1, false);
 	if (is_record_launch(launch))
 		begin_tracking(&tdstat_region.records[launch - launches]);
 	else {
@@ -319,8 +595,6 @@ static __attribute__((noinline)) void *trampoline(void *argument)
 		begin_tracking(NULL);
 	}
 	CMM_STORE_SHARED(launch_taken, true);
-	tdshim_self.timer_slack_own = tdshim_self.default_slack_own = copy.timer_slack_own;
-	tdshim_self.timer_slack_ns = tdshim_self.default_slack_ns = copy.timer_slack_ns;
 	bool leaving __attribute__((cleanup(end_tracking_unless_hooked))) = true;
 	(void)leaving;
 	CMM_STORE_SHARED(in_start_routine, true);
@@ -416,8 +690,7 @@ static int create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*
 	launch->start_routine = start_routine;
 	launch->c11_start_routine = c11_start_routine;
 	launch->argument = argument;
-	launch->timer_slack_own = tdshim_self.timer_slack_own;
-	launch->timer_slack_ns = tdshim_self.timer_slack_ns;
+	launch_sched(launch, attr);
 
 	error = tdshim_real_pthread_create(thread, attr, thread_entry, launch);
 	if (error == 0)
@@ -888,13 +1161,20 @@ TDSHIM_BLOCKING_PATH void tdshim_wait_begin(struct tdshim_wait_scope *scope)
  * at start), except for the readiness waits (poll, select, epoll: kind IO
  * with a deadline), whose slack grows with the timeout as in the kernel's
  * select_estimate_accuracy(): 0.1% of it, at most 100 ms, at least the
- * timer slack.  No system call here (a seccomp filter may forbid one the
- * program never makes), so two cases come out wrong: a thread with a
- * positive nice (the kernel takes 0.5%) and a real-time one (none).
+ * timer slack; none at all for a real-time thread (see "Scheduling
+ * policy" above).  No system call here (a seccomp filter may forbid one
+ * the program never makes), so one case comes out wrong: a thread with a
+ * positive nice (the kernel takes 0.5% for poll and select).
  */
 static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t deadline, uint64_t since)
 {
-	uint64_t slack = tdshim_self.timer_slack_own ? tdshim_self.timer_slack_ns : tdshim_timer_slack_ns;
+	struct tdshim_thread *self = &tdshim_self;
+
+	sched_sync(self);
+	/* None for a real-time thread, poll's and select's neither. */
+	if (thread_is_rt(self))
+		return 0;
+	uint64_t slack = self->timer_slack_own ? self->timer_slack_ns : tdshim_timer_slack_ns;
 
 	if (scope->kind != TDSTAT_WAIT_IO || deadline <= since)
 		return slack;
@@ -912,13 +1192,18 @@ static uint64_t timer_slack(const struct tdshim_wait_scope *scope, uint64_t dead
  * start has the process's (read at start) as both.  No system call here
  * (reading the slack back would be one the program never makes, which a
  * seccomp filter installed by an inline system call may kill on;
- * helper-65).  Not followed: a change of scheduling policy (a real-time
- * thread's timers get no slack; leaving real time restores the default).
+ * helper-65).  A real-time thread's change is ignored, as the kernel
+ * ignores it (see "Scheduling policy" above).
  */
 void tdshim_timer_slack_changed(unsigned long requested)
 {
 	struct tdshim_thread *self = &tdshim_self;
 
+	/* Ignored by the kernel while the thread is real time (see the
+	 * scheduling policy above). */
+	sched_sync(self);
+	if (thread_is_rt(self))
+		return;
 	if (requested > 0) {
 		self->timer_slack_ns = requested;
 		self->timer_slack_own = true;

@@ -7,7 +7,10 @@
  * wakes stamp the word (runtime/wake.c) so their waiters count as
  * runnable from the wake-up.  SYS_exit ends the thread's tracking;
  * SYS_seccomp, and SYS_prctl with PR_SET_SECCOMP, mark the process
- * sandboxed (shim.h, tdshim_sandboxed) and go on unchanged.
+ * sandboxed (shim.h, tdshim_sandboxed) and go on unchanged; a
+ * PR_SET_TIMERSLACK through SYS_prctl, and SYS_sched_setscheduler and
+ * SYS_sched_setattr, change the slack its timers get (thread.c), noted
+ * once they succeed.
  *
  * Every other call goes on to libc's syscall() as it came (a tail jump
  * with the caller's registers and stack): its result, its errno, and the
@@ -159,6 +162,31 @@ static void stamp_futex_wake(long a1, long a2, long a3, long a5, struct tdshim_s
 		tdshim_wake_stamp_keep((const void *)a5, &kept[1]);
 }
 
+/* struct sched_attr's first fields (linux/sched/types.h), which the
+ * kernel has just read: the policy unless SCHED_FLAG_KEEP_POLICY. */
+struct sched_attr_head {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+};
+#define TDSHIM_SCHED_FLAG_RESET_ON_FORK 0x01
+#define TDSHIM_SCHED_FLAG_KEEP_POLICY 0x08
+
+static void sched_call_succeeded(long number, long a1, long a2)
+{
+	if (number == SYS_sched_setscheduler) {
+		tdshim_sched_changed((pid_t)a1, (int)a2);
+		return;
+	}
+	const struct sched_attr_head *attr = (const struct sched_attr_head *)a2;
+	if (!attr || (CMM_LOAD_SHARED(attr->sched_flags) & TDSHIM_SCHED_FLAG_KEEP_POLICY))
+		return;
+	int policy = (int)CMM_LOAD_SHARED(attr->sched_policy);
+	if (CMM_LOAD_SHARED(attr->sched_flags) & TDSHIM_SCHED_FLAG_RESET_ON_FORK)
+		policy |= SCHED_RESET_ON_FORK;
+	tdshim_sched_changed((pid_t)a1, policy);
+}
+
 __attribute__((noinline)) static long tracked_syscall(long number, long a1, long a2, long a3, long a4, long a5,
 						      long a6, const void *site)
 {
@@ -180,6 +208,17 @@ __attribute__((noinline)) static long tracked_syscall(long number, long a1, long
 
 		if (number == SYS_prctl && a1 == PR_SET_TIMERSLACK && result == 0)
 			tdshim_timer_slack_changed((unsigned long)a2);
+		return result;
+	}
+	/* A change of scheduling policy: see tdshim_sched_changed. */
+	if (number == SYS_sched_setscheduler || number == SYS_sched_setattr) {
+		long result = tdshim_real_syscall(number, a1, a2, a3, a4, a5, a6);
+
+		if (result == 0) {
+			TDSHIM_SAVE_ERRNO();
+			sched_call_succeeded(number, a1, a2);
+			TDSHIM_RESTORE_ERRNO();
+		}
 		return result;
 	}
 	if (is_futex_wait((int)a2 & FUTEX_CMD_MASK))
@@ -236,7 +275,7 @@ __attribute__((used)) long tdshim_syscall_entry(long number, ...)
 	va_end(arguments);
 
 	if (caa_unlikely(number == SYS_futex || number == SYS_futex_waitv || number == SYS_exit || number == SYS_seccomp ||
-			 number == SYS_prctl))
+			 number == SYS_prctl || number == SYS_sched_setscheduler || number == SYS_sched_setattr))
 		return tracked_syscall(number, a1, a2, a3, a4, a5, a6, TDSHIM_CALL_SITE());
 	return passed_through(number, a1, a2, a3, a4, a5, a6);
 }
@@ -264,6 +303,10 @@ __asm__(".text\n"
 	"\tcmpq $" TDSHIM_STRING(SYS_seccomp) ", %rdi\n"
 	"\tje 2f\n"
 	"\tcmpq $" TDSHIM_STRING(SYS_prctl) ", %rdi\n"
+	"\tje 2f\n"
+	"\tcmpq $" TDSHIM_STRING(SYS_sched_setscheduler) ", %rdi\n"
+	"\tje 2f\n"
+	"\tcmpq $" TDSHIM_STRING(SYS_sched_setattr) ", %rdi\n"
 	"\tje 2f\n"
 	"\tmovq tdshim_real_syscall(%rip), %rax\n"
 	"\ttestq %rax, %rax\n"

@@ -69,6 +69,14 @@
  *   timer-slack-inherited  by main through syscall(SYS_prctl) before it
  *                      creates the thread: within 15% (the slack read at
  *                      start, 50 us, dated each wake 950 us early)
+ *   timer-realtime     timer-idle's thread (spinning 50 us) made
+ *                      SCHED_FIFO by itself after a slack of 1 ms and
+ *                      before one of 5 ms; timer-realtime-other: by main;
+ *                      timer-realtime-left: a thread that set 50 us taken
+ *                      into real time and out by main (its default slack,
+ *                      its creator's 2 ms, again); timer-realtime-syscall:
+ *                      the same by itself through syscall(): within 15%
+ *                      (slack dated as set: 0.74-0.76x, 4.5x)
  *   sampled-elsewhere  a thread that spins 20 us and sleeps 2 ms in
  *                      nanosleep (timer slack 200 us, set unseen by an
  *                      inline system call), beside another whose
@@ -703,6 +711,8 @@ int main(int argc, char **argv)
 		return runnable_as_kernel("timer-slack-inherited", 0.15);
 	if (!strcmp(mode, "sampled-elsewhere"))
 		return sampled_elsewhere();
+	if (!strncmp(mode, "timer-realtime", strlen("timer-realtime")))
+		return runnable_as_kernel(mode, 0.15);
 	if (!strcmp(mode, "timer-busy")) {
 		if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
 			printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
@@ -717,6 +727,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere|timer-slack|timer-slack-inherited\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall\n");
 	return 2;
 }

@@ -37,6 +37,17 @@
  *                  by itself through prctl()
  *   timer-slack-inherited  the same with main's slack set to 1 ms
  *                  through syscall(SYS_prctl) before it creates the thread
+ *   timer-realtime  timer-idle for 2 s with the thread SCHED_FIFO 1 by
+ *                  its own pthread_setschedparam, after a slack of 1 ms
+ *                  and before one of 5 ms (ignored): its timers get none
+ *   timer-realtime-other  the same, made SCHED_FIFO by main as soon as
+ *                  it is created
+ *   timer-realtime-left  main's slack 2 ms; the thread sets 50 us, main
+ *                  makes it SCHED_FIFO and SCHED_OTHER again: its slack
+ *                  is its default, 2 ms; it spins 300 us and sleeps 400
+ *   timer-realtime-syscall  the same round trip made by the thread itself
+ *                  through syscall(SYS_sched_setattr) and
+ *                  syscall(SYS_sched_setscheduler)
  *   timer-busy     every 20 ms a thread on CPU 0 wakes a spinner (5 ms,
  *                  SCHED_FIFO 3) on CPU 1, where another thread
  *                  (SCHED_FIFO 2) sleeps 1 ms at a time in nanosleep:
@@ -654,6 +665,118 @@ static int timer_idle(unsigned long slack, bool inherited)
 	return 0;
 }
 
+/* ---- timer-realtime, timer-realtime-other, timer-realtime-left,
+ * timer-realtime-syscall: a real-time thread's timers get no slack, and
+ * leaving real time gives a thread its default slack back ---- */
+enum realtime_how { RT_SELF, RT_OTHER, RT_LEFT, RT_SYSCALL };
+static enum realtime_how tr_how;
+static volatile int tr_stop;
+static double tr_cpu, tr_wait;
+static long tr_spin_ns;
+static sem_t tr_ready, tr_go;
+
+/* struct sched_attr's first fields (linux/sched/types.h). */
+struct tr_sched_attr {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+};
+
+static bool tr_set(pthread_t thread, int policy)
+{
+	struct sched_param param = { .sched_priority = policy == SCHED_FIFO ? 1 : 0 };
+
+	return pthread_setschedparam(thread, policy, &param) == 0;
+}
+
+static void *tr_sleeper(void *arg)
+{
+	const struct timespec pause = { 0, 400000 };
+	cpu_set_t cpus;
+	bool placed = true;
+
+	(void)arg;
+	CPU_ZERO(&cpus);
+	CPU_SET(1, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	switch (tr_how) {
+	case RT_SELF:
+		/* Its own 1 ms, then real time, then 5 ms, which the kernel
+		 * ignores in real time: no slack. */
+		prctl(PR_SET_TIMERSLACK, 1000000, 0, 0, 0);
+		placed = tr_set(pthread_self(), SCHED_FIFO);
+		prctl(PR_SET_TIMERSLACK, 5000000, 0, 0, 0);
+		break;
+	case RT_OTHER:
+		/* Real time by main, maybe before this ran: no slack. */
+		prctl(PR_SET_TIMERSLACK, 1000000, 0, 0, 0);
+		break;
+	case RT_LEFT:
+		/* Its own 50 us; then main takes it into real time and out:
+		 * the default again, main's 2 ms at its creation. */
+		prctl(PR_SET_TIMERSLACK, 50000, 0, 0, 0);
+		sem_post(&tr_ready);
+		sem_wait(&tr_go);
+		break;
+	case RT_SYSCALL: {
+		/* The same round trip by itself, through syscall(). */
+		struct tr_sched_attr attr = { .size = sizeof(attr), .policy = SCHED_FIFO, .priority = 1 };
+		struct sched_param normal = { 0 };
+
+		prctl(PR_SET_TIMERSLACK, 50000, 0, 0, 0);
+		placed = syscall(SYS_sched_setattr, 0, &attr, 0) == 0 &&
+			 syscall(SYS_sched_setscheduler, 0, SCHED_OTHER, &normal) == 0;
+		break;
+	}
+	}
+	if (!placed) {
+		fprintf(stderr, "rel_review_target: no SCHED_FIFO: %s\n", strerror(errno));
+		exit(77);
+	}
+	while (!tr_stop) {
+		spin_ns(tr_spin_ns);
+		nanosleep(&pause, NULL);
+	}
+	own_schedstat(&tr_cpu, &tr_wait);
+	return NULL;
+}
+
+static int timer_realtime(enum realtime_how how)
+{
+	pthread_t sleeper;
+	cpu_set_t cpus;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return 77;
+	tr_how = how;
+	/* Sleeps that the 2 ms slack stretches get more CPU each, so that
+	 * 2 s hold well over 0.1 s of it. */
+	tr_spin_ns = how == RT_LEFT || how == RT_SYSCALL ? 300000 : 50000;
+	sem_init(&tr_ready, 0, 0);
+	sem_init(&tr_go, 0, 0);
+	if (how == RT_LEFT || how == RT_SYSCALL)
+		prctl(PR_SET_TIMERSLACK, 2000000, 0, 0, 0);
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	pthread_create(&sleeper, NULL, tr_sleeper, NULL);
+	if (how == RT_OTHER && !tr_set(sleeper, SCHED_FIFO))
+		return 77;
+	if (how == RT_LEFT) {
+		sem_wait(&tr_ready);
+		if (!tr_set(sleeper, SCHED_FIFO) || !tr_set(sleeper, SCHED_OTHER))
+			return 77;
+		sem_post(&tr_go);
+	}
+	pause_ns(2000000000L);
+	tr_stop = 1;
+	pthread_join(sleeper, NULL);
+	printf("cpu %.6f wait %.6f\n", tr_cpu, tr_wait);
+	return 0;
+}
+
 /* ---- timer-busy ---- */
 static sem_t tb_spin;
 static volatile int tb_stop;
@@ -1022,12 +1145,20 @@ int main(int argc, char **argv)
 		return timer_idle(1000000, true);
 	if (!strcmp(mode, "sampled-elsewhere"))
 		return sampled_elsewhere(argc > 2 ? atof(argv[2]) : 5);
+	if (!strcmp(mode, "timer-realtime"))
+		return timer_realtime(RT_SELF);
+	if (!strcmp(mode, "timer-realtime-other"))
+		return timer_realtime(RT_OTHER);
+	if (!strcmp(mode, "timer-realtime-left"))
+		return timer_realtime(RT_LEFT);
+	if (!strcmp(mode, "timer-realtime-syscall"))
+		return timer_realtime(RT_SYSCALL);
 	if (!strcmp(mode, "timer-busy"))
 		return timer_busy();
 	if (!strcmp(mode, "mutex-queue"))
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall\n");
 	return 2;
 }

@@ -53,6 +53,10 @@
  *                 sets its timer slack to 200 us and back to its default
  *                 (0) through prctl() and syscall(SYS_prctl), sleeping
  *                 after each; prints slack_resets=2.
+ *   sched_calls   the scheduling calls the shim watches, with arguments
+ *                 the kernel refuses and with changes any user may make
+ *                 (SCHED_BATCH and back): prints each result, its errno
+ *                 and the policy the kernel then reports.
  *   own_getrusage the same waits, no filter, in a program that defines
  *                 its own getrusage (rt_misc_own_getrusage, built with
  *                 RT_OWN_GETRUSAGE; exported, it overrides libc's): the
@@ -626,6 +630,32 @@ static int sandbox(char how, char **argv)
 	return sandbox_waits();
 }
 
+/* What the scheduling calls return, as the program sees them. */
+static int sched_calls(void)
+{
+	struct sched_param zero = { 0 };
+
+	errno = 0;
+	int bad = sched_setscheduler(0, 12345, &zero);
+	printf("bad_policy=%d\nbad_policy_errno=%d\n", bad, errno);
+	errno = 0;
+	int bad_pid = sched_setscheduler(-1, SCHED_BATCH, &zero);
+	printf("bad_pid=%d\nbad_pid_errno=%d\n", bad_pid, errno);
+	errno = 0;
+	int batch = sched_setscheduler(0, SCHED_BATCH, &zero);
+	printf("batch=%d\nbatch_errno=%d\nbatch_policy=%d\n", batch, errno, sched_getscheduler(0));
+	printf("thread_bad=%d\n", pthread_setschedparam(pthread_self(), 12345, &zero));
+	int other = pthread_setschedparam(pthread_self(), SCHED_OTHER, &zero);
+	printf("thread_other=%d\nthread_other_policy=%d\n", other, sched_getscheduler(0));
+	errno = 0;
+	long attr_null = syscall(SYS_sched_setattr, 0, NULL, 0);
+	printf("setattr_null=%ld\nsetattr_null_errno=%d\n", attr_null, errno);
+	errno = 0;
+	long raw_batch = syscall(SYS_sched_setscheduler, 0, SCHED_BATCH, &zero);
+	printf("raw_batch=%ld\nraw_batch_errno=%d\nraw_batch_policy=%d\n", raw_batch, errno, sched_getscheduler(0));
+	return 0;
+}
+
 /* A reset of the timer slack to the thread's default (0) made the shim
  * read the slack back (helper-65): one call the filter kills on. */
 static int slack_reset_unseen(void)
@@ -697,6 +727,8 @@ int main(int argc, char **argv)
 		return sandbox('s', argv);
 	if (argc == 2 && !strcmp(argv[1], "sandbox_syscall_prctl"))
 		return sandbox('q', argv);
+	if (argc == 2 && !strcmp(argv[1], "sched_calls"))
+		return sched_calls();
 	if (argc == 2 && !strcmp(argv[1], "slack_reset_unseen"))
 		return slack_reset_unseen();
 	if (argc == 2 && !strcmp(argv[1], "sandbox_inherited"))

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* SCHED_BATCH */
+#endif
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -186,6 +190,36 @@ Test(lifecycle, a_timer_slack_reset_makes_no_call_an_unseen_filter_forbids)
 	struct rt_output out = rt_run("rt_misc", args, env);
 
 	rt_expect_int(&out, "slack_resets", 2);
+	rt_free(&out);
+}
+
+/* The scheduling calls the shim watches return what they return without
+ * it, errno too, and the change is made (the policy the kernel reports
+ * after). */
+/* EINVAL: <errno.h>'s errno macro would rename the suite `errno`. */
+#define LINUX_EINVAL 22
+
+Test(lifecycle, the_scheduling_calls_return_what_libc_returns)
+{
+	const char *args[] = { "sched_calls", NULL };
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	struct rt_output out = rt_run("rt_misc", args, env);
+
+	rt_expect_int(&out, "bad_policy", -1);
+	rt_expect_int(&out, "bad_policy_errno", LINUX_EINVAL);
+	rt_expect_int(&out, "bad_pid", -1);
+	rt_expect_int(&out, "bad_pid_errno", LINUX_EINVAL);
+	rt_expect_int(&out, "batch", 0);
+	rt_expect_int(&out, "batch_errno", 0);
+	rt_expect_int(&out, "batch_policy", SCHED_BATCH);
+	rt_expect_int(&out, "thread_bad", LINUX_EINVAL);
+	rt_expect_int(&out, "thread_other", 0);
+	rt_expect_int(&out, "thread_other_policy", SCHED_OTHER);
+	rt_expect_int(&out, "setattr_null", -1);
+	rt_expect_int(&out, "setattr_null_errno", LINUX_EINVAL);
+	rt_expect_int(&out, "raw_batch", 0);
+	rt_expect_int(&out, "raw_batch_errno", 0);
+	rt_expect_int(&out, "raw_batch_policy", SCHED_BATCH);
 	rt_free(&out);
 }
 
