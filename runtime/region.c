@@ -402,6 +402,7 @@ static void after_fork_in_child(void)
 	struct tdstat_region_header *header = &tdstat_region.header;
 	bool was_enabled = header->control.window_end_ns == TDSTAT_WINDOW_OPEN;
 
+	tdshim_sched_after_fork();
 	tdshim_slots_reset_after_fork();
 	tdshim_sync_after_fork();
 	header->status.pid = getpid();
@@ -428,7 +429,6 @@ static void after_fork_in_child(void)
 	 * longer serves (the counter is far past 0) and the next change
 	 * renews it from this process's clock. */
 	memset(tdshim_self.anchors, 0, sizeof(tdshim_self.anchors));
-	tdshim_sched_after_fork();
 	tdshim_thread_adopt();
 }
 

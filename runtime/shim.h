@@ -299,7 +299,7 @@ void tdshim_sched_thread_changed(pthread_t thread, int policy);
 /* The process's policy at start (the main thread's, and the fallback of
  * threads the shim did not start), read once by runtime/region.c. */
 void tdshim_sched_init(void);
-/* In a fork child, before its thread is adopted: SCHED_RESET_ON_FORK. */
+/* In a fork child, before the slots start again (thread.c). */
 void tdshim_sched_after_fork(void);
 
 /*

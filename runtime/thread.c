@@ -12,6 +12,7 @@
  */
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <threads.h>
@@ -452,13 +453,19 @@ void tdshim_sched_init(void)
 	CMM_STORE_SHARED(process_reset, (policy & SCHED_RESET_ON_FORK) != 0);
 }
 
-/* A fork child's only thread: SCHED_RESET_ON_FORK took it out of real
- * time (its slack stays as it was). */
+/* A fork child's only thread, before the slots start again: what others
+ * wrote to it applied, the words of the parent's threads gone (the
+ * child's claims start the generations again, and would take them for
+ * their own), and SCHED_RESET_ON_FORK took it out of real time (its
+ * slack stays as it was). */
 void tdshim_sched_after_fork(void)
 {
 	struct tdshim_thread *self = &tdshim_self;
+	uint32_t used = CMM_LOAD_SHARED(tdstat_region.header.status.high_water);
 
 	sched_sync(self);
+	memset(sched_words, 0, (used < TDSTAT_RECORD_CAPACITY ? used : TDSTAT_RECORD_CAPACITY) * sizeof(sched_words[0]));
+	self->sched_seen = 0;
 	if (thread_resets_on_fork(self)) {
 		self->sched_own = true;
 		self->sched_rt = false;

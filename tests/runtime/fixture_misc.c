@@ -57,6 +57,12 @@
  *                 the kernel refuses and with changes any user may make
  *                 (SCHED_BATCH and back): prints each result, its errno
  *                 and the policy the kernel then reports.
+ *   sched_after_fork  a thread made SCHED_FIFO by main, then ended; the
+ *                 process forks; in the child, a thread in the same
+ *                 record slot sets a timer slack of 2 ms and sleeps
+ *                 400 us 100 times: prints same_slot=1, its runnable
+ *                 time and its kernel CPU + run-queue time (us), or
+ *                 skipped=1 without SCHED_FIFO.
  *   own_getrusage the same waits, no filter, in a program that defines
  *                 its own getrusage (rt_misc_own_getrusage, built with
  *                 RT_OWN_GETRUSAGE; exported, it overrides libc's): the
@@ -85,6 +91,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
@@ -630,6 +637,75 @@ static int sandbox(char how, char **argv)
 	return sandbox_waits();
 }
 
+/* ---- sched_after_fork ---- */
+static sem_t saf_go;
+static pid_t saf_tid;
+
+static void *saf_first(void *unused)
+{
+	saf_tid = fx_gettid();
+	sem_wait(&saf_go);
+	return unused;
+}
+
+static void *saf_sleeper(void *unused)
+{
+	const struct timespec pause = { 0, 400000 };
+	unsigned long long run = 0, waited = 0;
+
+	prctl(PR_SET_TIMERSLACK, 2000000, 0, 0, 0);
+	for (int i = 0; i < 100; i++)
+		nanosleep(&pause, NULL);
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	if (!f || fscanf(f, "%llu %llu", &run, &waited) != 2)
+		fx_die("schedstat");
+	fclose(f);
+	struct fx_record record = fx_record_of(fx_gettid());
+	printf("skipped=0\nsame_slot=%d\nrunnable_us=%llu\nkernel_us=%llu\n",
+	       fx_find_record(fx_gettid()) == (int)(intptr_t)unused, (unsigned long long)record.acc_runnable_ns / 1000,
+	       (run + waited) / 1000);
+	return NULL;
+}
+
+static int sched_after_fork(void)
+{
+	struct sched_param fifo = { .sched_priority = 1 };
+	pthread_t first, sleeper;
+
+	fx_enable();
+	sem_init(&saf_go, 0, 0);
+	if (pthread_create(&first, NULL, saf_first, NULL) != 0)
+		fx_die("pthread_create");
+	if (pthread_setschedparam(first, SCHED_FIFO, &fifo) != 0) {
+		sem_post(&saf_go);
+		pthread_join(first, NULL);
+		printf("skipped=1\n");
+		return 0;
+	}
+	while (!__atomic_load_n(&saf_tid, __ATOMIC_ACQUIRE))
+		sched_yield();
+	int slot = fx_find_record(saf_tid);
+	sem_post(&saf_go);
+	pthread_join(first, NULL);
+	fflush(stdout);
+	pid_t child = fork();
+	if (child < 0)
+		fx_die("fork");
+	if (child == 0) {
+		fx_enable();
+		if (pthread_create(&sleeper, NULL, saf_sleeper, (void *)(intptr_t)slot) != 0)
+			fx_die("pthread_create");
+		pthread_join(sleeper, NULL);
+		fflush(stdout);
+		_exit(0);
+	}
+	int status;
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fx_die("child");
+	return 0;
+}
+
+
 /* What the scheduling calls return, as the program sees them. */
 static int sched_calls(void)
 {
@@ -727,6 +803,8 @@ int main(int argc, char **argv)
 		return sandbox('s', argv);
 	if (argc == 2 && !strcmp(argv[1], "sandbox_syscall_prctl"))
 		return sandbox('q', argv);
+	if (argc == 2 && !strcmp(argv[1], "sched_after_fork"))
+		return sched_after_fork();
 	if (argc == 2 && !strcmp(argv[1], "sched_calls"))
 		return sched_calls();
 	if (argc == 2 && !strcmp(argv[1], "slack_reset_unseen"))

@@ -223,6 +223,27 @@ Test(lifecycle, the_scheduling_calls_return_what_libc_returns)
 	rt_free(&out);
 }
 
+/* A fork child's threads start the record generations again: a word a
+ * parent's thread got from another (SCHED_FIFO) must not pass to the
+ * child's thread in the same slot.  With ab81ca4's shim it did: that
+ * thread took itself for real time, ignored its own 2 ms timer slack and
+ * read 164 ms runnable against the kernel's 5-6 ms. */
+Test(lifecycle, a_fork_child_takes_no_scheduling_change_of_the_parents_threads)
+{
+	const char *args[] = { "sched_after_fork", NULL };
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	struct rt_output out = rt_run("rt_misc", args, env);
+
+	if (rt_int(&out, "skipped") == 1) {
+		rt_free(&out);
+		cr_skip_test("SCHED_FIFO is not allowed here (not root)");
+	}
+	rt_expect_int(&out, "same_slot", 1);
+	long long runnable = rt_int(&out, "runnable_us"), kernel = rt_int(&out, "kernel_us");
+	cr_expect_leq(runnable, 2 * kernel + 5000, "runnable %lld us against the kernel's %lld us", runnable, kernel);
+	rt_free(&out);
+}
+
 Test(lifecycle, an_inherited_filter_meets_no_call_of_the_shim)
 {
 	sandboxed_waits("sandbox_inherited");
