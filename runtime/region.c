@@ -37,7 +37,7 @@ bool tdshim_standing_down;
 __thread struct tdshim_thread tdshim_self TDSHIM_TLS;
 struct tdshim_process_page tdshim_process __attribute__((aligned(TDSHIM_PROCESS_PAGE_SIZE)));
 bool tdshim_track_reads;
-uint64_t tdshim_timer_slack_ns = 50000;
+uint64_t tdshim_timer_slack_ns = TDSHIM_KERNEL_TIMER_SLACK_NS;
 int tdshim_sandboxed;
 
 /* INIT_NONE, INIT_DONE, or the pid of the process whose thread runs the

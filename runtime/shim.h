@@ -285,6 +285,9 @@ static inline void tdshim_wake_stamp_if_gathering(const void *object)
  * its wake; the slack of every thread that has none of its own
  * (struct tdshim_thread, timer_slack_own). */
 extern uint64_t tdshim_timer_slack_ns;
+/* The kernel's own default slack (init_task's), which a process keeps
+ * unless something sets another. */
+#define TDSHIM_KERNEL_TIMER_SLACK_NS UINT64_C(50000)
 /* A successful PR_SET_TIMERSLACK to `requested` (prctl, or syscall()):
  * the calling thread's timers get that slack from now on (thread.c). */
 void tdshim_timer_slack_changed(unsigned long requested);

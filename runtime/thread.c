@@ -451,6 +451,14 @@ void tdshim_sched_init(void)
 		return;
 	CMM_STORE_SHARED(process_rt, policy_is_rt(policy));
 	CMM_STORE_SHARED(process_reset, (policy & SCHED_RESET_ON_FORK) != 0);
+	/* Started in real time (chrt): the slack read at start is 0, and
+	 * the default a move out of real time gives back is the one the
+	 * thread was created with, unknown here: the kernel's own (50 us),
+	 * which a shell and chrt leave alone. */
+	if (policy_is_rt(policy) && tdshim_timer_slack_ns == 0) {
+		tdshim_self.default_slack_own = true;
+		tdshim_self.default_slack_ns = TDSHIM_KERNEL_TIMER_SLACK_NS;
+	}
 }
 
 /* A fork child's only thread, before the slots start again: what others
