@@ -38,6 +38,9 @@ struct launch {
 	bool sched_own;
 	bool sched_rt;
 	int sched_explicit; /* the attributes' class: 0 none, else 1 + real-time */
+	/* The thread started with this launch, once pthread_create returned
+	 * it (0 until then): whose record a pthread_t's launch names. */
+	pthread_t thread;
 };
 static struct launch launches[TDSTAT_RECORD_CAPACITY];
 
@@ -328,16 +331,22 @@ static uint32_t word_entries(uint32_t word)
 
 /* Record `index` (of `generation`) in class (rt, reset): the word
  * replaced, its count of entries into real time carried on. */
+/* A word: the class, and the count of moves into real time, one more
+ * when the class is real time. */
+static uint32_t sched_word(uint32_t generation, uint32_t entries, bool rt, bool reset)
+{
+	if (rt)
+		entries = (entries + 1) & SCHED_WORD_ENTRIES_MASK;
+	return generation << SCHED_WORD_GENERATION_SHIFT | entries << SCHED_WORD_ENTRIES_SHIFT | SCHED_WORD_VALID |
+	       (rt ? SCHED_WORD_RT : 0) | (reset ? SCHED_WORD_RESET : 0);
+}
+
 static uint32_t sched_write(uint32_t index, uint32_t generation, bool rt, bool reset)
 {
 	uint32_t old = CMM_LOAD_SHARED(sched_words[index]);
 
 	for (;;) {
-		uint32_t entries = word_is_of(old, generation) ? word_entries(old) : 0;
-		if (rt)
-			entries = (entries + 1) & SCHED_WORD_ENTRIES_MASK;
-		uint32_t word = generation << SCHED_WORD_GENERATION_SHIFT | entries << SCHED_WORD_ENTRIES_SHIFT |
-				SCHED_WORD_VALID | (rt ? SCHED_WORD_RT : 0) | (reset ? SCHED_WORD_RESET : 0);
+		uint32_t word = sched_word(generation, word_is_of(old, generation) ? word_entries(old) : 0, rt, reset);
 		uint32_t seen = uatomic_cmpxchg(&sched_words[index], old, word);
 		if (seen == old)
 			return word;
@@ -345,7 +354,19 @@ static uint32_t sched_write(uint32_t index, uint32_t generation, bool rt, bool r
 	}
 }
 
-/* Changes another thread wrote to this one's word, applied. */
+/* A word another thread wrote to this one's record, applied. */
+static void sched_take(struct tdshim_thread *self, uint32_t word, uint32_t generation)
+{
+	uint32_t entries = word_is_of(self->sched_seen, generation) ? word_entries(self->sched_seen) : 0;
+	bool rt = word & SCHED_WORD_RT, reset = word & SCHED_WORD_RESET;
+
+	self->sched_seen = word;
+	/* Into real time and out again since the last look. */
+	if (word_entries(word) != entries && !rt)
+		sched_apply(self, true, reset);
+	sched_apply(self, rt, reset);
+}
+
 static void sched_sync(struct tdshim_thread *self)
 {
 	const struct tdstat_record *record = self->record;
@@ -356,25 +377,35 @@ static void sched_sync(struct tdshim_thread *self)
 	if (caa_likely(word == self->sched_seen))
 		return;
 	uint32_t generation = record_generation(record);
-	if (!word_is_of(word, generation))
-		return;
-	uint32_t entries = word_is_of(self->sched_seen, generation) ? word_entries(self->sched_seen) : 0;
-	self->sched_seen = word;
-	bool rt = word & SCHED_WORD_RT, reset = word & SCHED_WORD_RESET;
-	/* Into real time and out again since the last look. */
-	if (word_entries(word) != entries && !rt)
-		sched_apply(self, true, reset);
-	sched_apply(self, rt, reset);
+	if (word_is_of(word, generation))
+		sched_take(self, word, generation);
 }
 
-/* This thread's own class into its word. */
+/* This thread's own class into its word.  A change another thread wrote
+ * meanwhile (its compare-and-swap fails) is applied first, never written
+ * over: a pthread_setschedparam landing as the thread began was lost
+ * once in 120,000 creations (helper-66). */
 static void sched_publish(struct tdshim_thread *self)
 {
 	const struct tdstat_record *record = self->record;
 
-	if (record)
-		self->sched_seen = sched_write((uint32_t)(record - tdstat_region.records), record_generation(record),
-					       thread_is_rt(self), thread_resets_on_fork(self));
+	if (!record)
+		return;
+	uint32_t index = (uint32_t)(record - tdstat_region.records), generation = record_generation(record);
+	uint32_t old = CMM_LOAD_SHARED(sched_words[index]);
+
+	for (;;) {
+		if (word_is_of(old, generation) && old != self->sched_seen)
+			sched_take(self, old, generation);
+		uint32_t word = sched_word(generation, word_is_of(old, generation) ? word_entries(old) : 0,
+					   thread_is_rt(self), thread_resets_on_fork(self));
+		uint32_t seen = uatomic_cmpxchg(&sched_words[index], old, word);
+		if (seen == old) {
+			self->sched_seen = word;
+			return;
+		}
+		old = seen;
+	}
 }
 
 /* The record of a thread the shim started, from its descriptor: the
@@ -388,7 +419,29 @@ static const struct tdstat_record *launched_record(pthread_t thread)
 	void *const *fields = (void *const *)((const char *)thread + offset);
 	if (fields[0] != (void *)thread_entry || !is_record_launch(fields[1]))
 		return NULL;
-	return &tdstat_region.records[(const struct launch *)fields[1] - launches];
+	const struct launch *launch = fields[1];
+	/* The slot of a thread that ended may already serve another, whose
+	 * launch names that one (helper-66: a policy change of a thread in
+	 * its key destructors, after its tracking ended, went to the thread
+	 * created next in its slot). */
+	if (!pthread_equal(CMM_LOAD_SHARED(launch->thread), thread))
+		return NULL;
+	return &tdstat_region.records[launch - launches];
+}
+
+/*
+ * Whether the caller is the thread whose TLS it sees: not a vfork child,
+ * which runs on its parent's memory, TLS included, until it execs or
+ * exits (helper-66: a vfork child's sched_setscheduler made its parent
+ * real time in the shim's eyes).  A system call, on these rare calls
+ * only; not in a sandbox (shim.h), where the caller is taken to be the
+ * thread.
+ */
+static bool caller_owns_tls(void)
+{
+	pid_t tid = tdshim_cached_tid();
+
+	return tdshim_in_sandbox() || tid <= 0 || gettid() == tid;
 }
 
 void tdshim_sched_changed(pid_t tid, int policy)
@@ -397,6 +450,8 @@ void tdshim_sched_changed(pid_t tid, int policy)
 	bool rt = policy_is_rt(policy), reset = (policy & SCHED_RESET_ON_FORK) != 0;
 
 	if (tid == 0 || tid == self->tid) {
+		if (!caller_owns_tls())
+			return;
 		sched_sync(self);
 		sched_apply(self, rt, reset);
 		sched_publish(self);
@@ -472,6 +527,11 @@ void tdshim_sched_after_fork(void)
 	uint32_t used = CMM_LOAD_SHARED(tdstat_region.header.status.high_water);
 
 	sched_sync(self);
+	/* The kernel gives a child the slack its parent had at the fork as
+	 * its default (helper-66: a fork child's round trip through real
+	 * time came back to its parent's default instead). */
+	self->default_slack_own = self->timer_slack_own;
+	self->default_slack_ns = self->timer_slack_ns;
 	memset(sched_words, 0, (used < TDSTAT_RECORD_CAPACITY ? used : TDSTAT_RECORD_CAPACITY) * sizeof(sched_words[0]));
 	self->sched_seen = 0;
 	if (thread_resets_on_fork(self)) {
@@ -499,8 +559,12 @@ static void launch_sched(struct launch *launch, const pthread_attr_t *attr)
 	sched_sync(self);
 	launch->timer_slack_own = self->timer_slack_own;
 	launch->timer_slack_ns = self->timer_slack_ns;
-	launch->sched_own = self->sched_own;
+	/* The class is the thread's own from its start: one that a creator
+	 * resetting on fork starts out of real time must not fall back to
+	 * the process's (helper-66: under chrt -R, every thread). */
+	launch->sched_own = true;
 	launch->sched_rt = thread_is_rt(self) && !thread_resets_on_fork(self);
+	launch->thread = 0;
 	launch->sched_explicit = 0;
 	if (!attr || pthread_attr_getinheritsched(attr, &inherit) != 0 || inherit != PTHREAD_EXPLICIT_SCHED ||
 	    pthread_attr_getschedpolicy(attr, &policy) != 0 || pthread_attr_getschedparam(attr, &param) != 0)
@@ -708,8 +772,12 @@ static int create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*
 	launch_sched(launch, attr);
 
 	error = tdshim_real_pthread_create(thread, attr, thread_entry, launch);
-	if (error == 0)
+	if (error == 0) {
+		/* Not a heap launch: its thread may have freed it already. */
+		if (record)
+			CMM_STORE_SHARED(launch->thread, *thread);
 		return 0;
+	}
 	if (record) {
 		tdshim_record_abandon(record);
 		tdshim_slot_release(record);
@@ -1214,6 +1282,8 @@ void tdshim_timer_slack_changed(unsigned long requested)
 {
 	struct tdshim_thread *self = &tdshim_self;
 
+	if (!caller_owns_tls())
+		return;
 	/* Ignored by the kernel while the thread is real time (see the
 	 * scheduling policy above). */
 	sched_sync(self);

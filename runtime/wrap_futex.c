@@ -162,8 +162,10 @@ static void stamp_futex_wake(long a1, long a2, long a3, long a5, struct tdshim_s
 		tdshim_wake_stamp_keep((const void *)a5, &kept[1]);
 }
 
-/* struct sched_attr's first fields (linux/sched/types.h), which the
- * kernel has just read: the policy unless SCHED_FLAG_KEEP_POLICY. */
+/* struct sched_attr's first fields (linux/sched/types.h): the policy,
+ * which the call leaves alone with SCHED_FLAG_KEEP_POLICY or
+ * SCHED_FLAG_KEEP_PARAMS (helper-66: the latter's returned 0, the
+ * policy unchanged). */
 struct sched_attr_head {
 	uint32_t size;
 	uint32_t sched_policy;
@@ -171,6 +173,7 @@ struct sched_attr_head {
 };
 #define TDSHIM_SCHED_FLAG_RESET_ON_FORK 0x01
 #define TDSHIM_SCHED_FLAG_KEEP_POLICY 0x08
+#define TDSHIM_SCHED_FLAG_KEEP_PARAMS 0x10
 
 static void sched_call_succeeded(long number, long a1, long a2)
 {
@@ -178,11 +181,18 @@ static void sched_call_succeeded(long number, long a1, long a2)
 		tdshim_sched_changed((pid_t)a1, (int)a2);
 		return;
 	}
-	const struct sched_attr_head *attr = (const struct sched_attr_head *)a2;
-	if (!attr || (CMM_LOAD_SHARED(attr->sched_flags) & TDSHIM_SCHED_FLAG_KEEP_POLICY))
+	/* Read through the kernel: a seccomp filter may have answered 0 for
+	 * a call the kernel never made, with a pointer that is not one
+	 * (helper-66: a plain load died with SIGSEGV).  Not in a sandbox
+	 * (shim.h), where the change is not followed. */
+	struct sched_attr_head attr;
+	struct iovec local = { &attr, sizeof(attr) }, remote = { (void *)a2, sizeof(attr) };
+	if (!a2 || tdshim_in_sandbox() ||
+	    process_vm_readv(tdshim_cached_tid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(attr) ||
+	    (attr.sched_flags & (TDSHIM_SCHED_FLAG_KEEP_POLICY | TDSHIM_SCHED_FLAG_KEEP_PARAMS)))
 		return;
-	int policy = (int)CMM_LOAD_SHARED(attr->sched_policy);
-	if (CMM_LOAD_SHARED(attr->sched_flags) & TDSHIM_SCHED_FLAG_RESET_ON_FORK)
+	int policy = (int)attr.sched_policy;
+	if (attr.sched_flags & TDSHIM_SCHED_FLAG_RESET_ON_FORK)
 		policy |= SCHED_RESET_ON_FORK;
 	tdshim_sched_changed((pid_t)a1, policy);
 }

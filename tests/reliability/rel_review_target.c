@@ -48,6 +48,15 @@
  *   timer-realtime-syscall  the same round trip made by the thread itself
  *                  through syscall(SYS_sched_setattr) and
  *                  syscall(SYS_sched_setscheduler)
+ *   timer-realtime-keep-params, -vfork, -reuse, -reset: a SCHED_OTHER
+ *                  thread with its own 2 ms slack (spinning 300 us) that
+ *                  the shim must not take for real time: after a
+ *                  sched_setattr with SCHED_FLAG_KEEP_PARAMS (policy
+ *                  kept); beside a vfork child that goes real time;
+ *                  created in the record of a thread that ended its
+ *                  tracking, then made SCHED_FIFO in its key destructor;
+ *                  created by a main started SCHED_FIFO with
+ *                  SCHED_RESET_ON_FORK (re-executed so, as by chrt -R)
  *   timer-busy     every 20 ms a thread on CPU 0 wakes a spinner (5 ms,
  *                  SCHED_FIFO 3) on CPU 1, where another thread
  *                  (SCHED_FIFO 2) sleeps 1 ms at a time in nanosleep:
@@ -668,7 +677,7 @@ static int timer_idle(unsigned long slack, bool inherited)
 /* ---- timer-realtime, timer-realtime-other, timer-realtime-left,
  * timer-realtime-syscall: a real-time thread's timers get no slack, and
  * leaving real time gives a thread its default slack back ---- */
-enum realtime_how { RT_SELF, RT_OTHER, RT_LEFT, RT_SYSCALL };
+enum realtime_how { RT_SELF, RT_OTHER, RT_LEFT, RT_SYSCALL, RT_KEEP_PARAMS, RT_VFORK, RT_REUSE, RT_RESET };
 static enum realtime_how tr_how;
 static volatile int tr_stop;
 static double tr_cpu, tr_wait;
@@ -720,6 +729,33 @@ static void *tr_sleeper(void *arg)
 		sem_post(&tr_ready);
 		sem_wait(&tr_go);
 		break;
+	case RT_KEEP_PARAMS: {
+		/* Its own 2 ms, then a sched_setattr that keeps the
+		 * parameters: the kernel leaves the policy, SCHED_OTHER. */
+		struct tr_sched_attr attr = { .size = sizeof(attr), .policy = SCHED_FIFO, .priority = 1, .flags = 0x10 };
+
+		prctl(PR_SET_TIMERSLACK, 2000000, 0, 0, 0);
+		placed = syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
+		break;
+	}
+	case RT_VFORK: {
+		/* Its own 2 ms; a vfork child goes real time and ends: this
+		 * thread stays SCHED_OTHER. */
+		prctl(PR_SET_TIMERSLACK, 2000000, 0, 0, 0);
+		pid_t child = vfork();
+		if (child == 0) {
+			struct sched_param fifo = { .sched_priority = 1 };
+			_exit(sched_setscheduler(0, SCHED_FIFO, &fifo) == 0 ? 0 : 1);
+		}
+		int status = 0;
+		placed = child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		break;
+	}
+	case RT_REUSE:
+	case RT_RESET:
+		/* Its own 2 ms, and SCHED_OTHER (see timer_realtime). */
+		prctl(PR_SET_TIMERSLACK, 2000000, 0, 0, 0);
+		break;
 	case RT_SYSCALL: {
 		/* The same round trip by itself, through syscall(). */
 		struct tr_sched_attr attr = { .size = sizeof(attr), .policy = SCHED_FIFO, .priority = 1 };
@@ -743,17 +779,46 @@ static void *tr_sleeper(void *arg)
 	return NULL;
 }
 
-static int timer_realtime(enum realtime_how how)
+/* timer-realtime-reuse: a thread that ended its tracking (its record
+ * free for the next thread) but still runs its key destructors. */
+static sem_t tr_in_destructor, tr_release;
+static pthread_key_t tr_key;
+
+static void tr_destructor(void *value)
 {
-	pthread_t sleeper;
+	(void)value;
+	sem_post(&tr_in_destructor);
+	sem_wait(&tr_release);
+}
+
+static void *tr_ending(void *arg)
+{
+	pthread_setspecific(tr_key, (void *)1);
+	return arg;
+}
+
+static int timer_realtime(enum realtime_how how, const char *self_path)
+{
+	pthread_t sleeper, ending;
 	cpu_set_t cpus;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return 77;
+	/* timer-realtime-reset: this program again, started real time with
+	 * SCHED_RESET_ON_FORK (as by chrt -R), its main thread never calling
+	 * a scheduling function itself. */
+	if (how == RT_RESET && sched_getscheduler(0) == SCHED_OTHER) {
+		struct sched_param fifo = { .sched_priority = 1 };
+
+		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &fifo) != 0)
+			return 77;
+		execl(self_path, self_path, "timer-realtime-reset", (char *)NULL);
+		return 77;
+	}
 	tr_how = how;
 	/* Sleeps that the 2 ms slack stretches get more CPU each, so that
 	 * 2 s hold well over 0.1 s of it. */
-	tr_spin_ns = how == RT_LEFT || how == RT_SYSCALL ? 300000 : 50000;
+	tr_spin_ns = how == RT_SELF || how == RT_OTHER ? 50000 : 300000;
 	sem_init(&tr_ready, 0, 0);
 	sem_init(&tr_go, 0, 0);
 	if (how == RT_LEFT || how == RT_SYSCALL)
@@ -761,7 +826,25 @@ static int timer_realtime(enum realtime_how how)
 	CPU_ZERO(&cpus);
 	CPU_SET(0, &cpus);
 	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	if (how == RT_REUSE) {
+		/* A thread ends its tracking and waits in its destructor; the
+		 * sleeper takes its record; then the ended one is made real
+		 * time, which must not reach the sleeper. */
+		sem_init(&tr_in_destructor, 0, 0);
+		sem_init(&tr_release, 0, 0);
+		pthread_key_create(&tr_key, tr_destructor);
+		pthread_create(&ending, NULL, tr_ending, NULL);
+		sem_wait(&tr_in_destructor);
+	}
 	pthread_create(&sleeper, NULL, tr_sleeper, NULL);
+	if (how == RT_REUSE) {
+		pause_ns(20000000L);
+		bool set = tr_set(ending, SCHED_FIFO);
+		sem_post(&tr_release);
+		pthread_join(ending, NULL);
+		if (!set)
+			return 77;
+	}
 	if (how == RT_OTHER && !tr_set(sleeper, SCHED_FIFO))
 		return 77;
 	if (how == RT_LEFT) {
@@ -1146,19 +1229,27 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "sampled-elsewhere"))
 		return sampled_elsewhere(argc > 2 ? atof(argv[2]) : 5);
 	if (!strcmp(mode, "timer-realtime"))
-		return timer_realtime(RT_SELF);
+		return timer_realtime(RT_SELF, argv[0]);
 	if (!strcmp(mode, "timer-realtime-other"))
-		return timer_realtime(RT_OTHER);
+		return timer_realtime(RT_OTHER, argv[0]);
 	if (!strcmp(mode, "timer-realtime-left"))
-		return timer_realtime(RT_LEFT);
+		return timer_realtime(RT_LEFT, argv[0]);
 	if (!strcmp(mode, "timer-realtime-syscall"))
-		return timer_realtime(RT_SYSCALL);
+		return timer_realtime(RT_SYSCALL, argv[0]);
+	if (!strcmp(mode, "timer-realtime-keep-params"))
+		return timer_realtime(RT_KEEP_PARAMS, argv[0]);
+	if (!strcmp(mode, "timer-realtime-vfork"))
+		return timer_realtime(RT_VFORK, argv[0]);
+	if (!strcmp(mode, "timer-realtime-reuse"))
+		return timer_realtime(RT_REUSE, argv[0]);
+	if (!strcmp(mode, "timer-realtime-reset"))
+		return timer_realtime(RT_RESET, argv[0]);
 	if (!strcmp(mode, "timer-busy"))
 		return timer_busy();
 	if (!strcmp(mode, "mutex-queue"))
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset\n");
 	return 2;
 }

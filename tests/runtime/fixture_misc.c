@@ -63,6 +63,16 @@
  *                 400 us 100 times: prints same_slot=1, its runnable
  *                 time and its kernel CPU + run-queue time (us), or
  *                 skipped=1 without SCHED_FIFO.
+ *   sched_fork_round_trip  main sets a timer slack of 2 ms and forks; the
+ *                 child goes SCHED_FIFO and back (its slack is then its
+ *                 default, the parent's 2 ms at the fork) and sleeps
+ *                 400 us 100 times: prints its runnable and kernel time
+ *                 (us), or skipped=1.
+ *   setattr_faked_seen, setattr_faked_unseen  a seccomp filter (put in
+ *                 through syscall(), or an inline system call) answers
+ *                 sched_setattr with 0 without the kernel reading its
+ *                 attr; the program passes a pointer that is none:
+ *                 prints setattr=0 (the shim must not read it).
  *   own_getrusage the same waits, no filter, in a program that defines
  *                 its own getrusage (rt_misc_own_getrusage, built with
  *                 RT_OWN_GETRUSAGE; exported, it overrides libc's): the
@@ -637,6 +647,80 @@ static int sandbox(char how, char **argv)
 	return sandbox_waits();
 }
 
+/* ---- sched_fork_round_trip ---- */
+static int sched_fork_round_trip(void)
+{
+	const struct timespec pause = { 0, 400000 };
+	struct sched_param fifo = { .sched_priority = 1 }, normal = { 0 };
+
+	fx_enable();
+	prctl(PR_SET_TIMERSLACK, 2000000, 0, 0, 0);
+	fflush(stdout);
+	pid_t child = fork();
+	if (child < 0)
+		fx_die("fork");
+	if (child == 0) {
+		unsigned long long run = 0, waited = 0;
+
+		if (sched_setscheduler(0, SCHED_FIFO, &fifo) != 0) {
+			printf("skipped=1\n");
+			fflush(stdout);
+			_exit(0);
+		}
+		if (sched_setscheduler(0, SCHED_OTHER, &normal) != 0)
+			fx_die("SCHED_OTHER");
+		fx_enable();
+		uint64_t before = fx_record_of(fx_gettid()).acc_runnable_ns;
+		FILE *f = fopen("/proc/thread-self/schedstat", "r");
+		unsigned long long run0 = 0, waited0 = 0;
+		if (!f || fscanf(f, "%llu %llu", &run0, &waited0) != 2)
+			fx_die("schedstat");
+		fclose(f);
+		for (int i = 0; i < 100; i++)
+			nanosleep(&pause, NULL);
+		f = fopen("/proc/thread-self/schedstat", "r");
+		if (!f || fscanf(f, "%llu %llu", &run, &waited) != 2)
+			fx_die("schedstat");
+		fclose(f);
+		uint64_t after = fx_record_of(fx_gettid()).acc_runnable_ns;
+		printf("skipped=0\nslack=%d\nrunnable_us=%llu\nkernel_us=%llu\n", prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0),
+		       (unsigned long long)(after - before) / 1000, (run + waited - run0 - waited0) / 1000);
+		fflush(stdout);
+		_exit(0);
+	}
+	int status;
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fx_die("child");
+	return 0;
+}
+
+/* ---- setattr_faked_seen, setattr_faked_unseen ---- */
+static int setattr_faked(bool seen)
+{
+#if defined(__x86_64__)
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sched_setattr, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog program = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		fx_die("no_new_privs");
+	long installed = seen ? syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program)
+			      : tdtest_raw_syscall4(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&program, 0);
+	if (installed != 0)
+		fx_die("seccomp");
+	printf("setattr=%ld\n", syscall(SYS_sched_setattr, 0, (void *)8, 0));
+#else
+	(void)seen;
+	printf("setattr=0\n");
+#endif
+	return 0;
+}
+
+
 /* ---- sched_after_fork ---- */
 static sem_t saf_go;
 static pid_t saf_tid;
@@ -803,6 +887,12 @@ int main(int argc, char **argv)
 		return sandbox('s', argv);
 	if (argc == 2 && !strcmp(argv[1], "sandbox_syscall_prctl"))
 		return sandbox('q', argv);
+	if (argc == 2 && !strcmp(argv[1], "sched_fork_round_trip"))
+		return sched_fork_round_trip();
+	if (argc == 2 && !strcmp(argv[1], "setattr_faked_seen"))
+		return setattr_faked(true);
+	if (argc == 2 && !strcmp(argv[1], "setattr_faked_unseen"))
+		return setattr_faked(false);
 	if (argc == 2 && !strcmp(argv[1], "sched_after_fork"))
 		return sched_after_fork();
 	if (argc == 2 && !strcmp(argv[1], "sched_calls"))

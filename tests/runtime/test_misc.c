@@ -244,6 +244,48 @@ Test(lifecycle, a_fork_child_takes_no_scheduling_change_of_the_parents_threads)
 	rt_free(&out);
 }
 
+/* A fork child's default slack is the slack its parent had at the fork:
+ * after a round trip through real time the kernel gives it back 2 ms,
+ * which the shim took for the parent's default, 50 us (helper-66): 20x. */
+Test(lifecycle, a_fork_child_back_from_real_time_has_its_parents_slack)
+{
+	const char *args[] = { "sched_fork_round_trip", NULL };
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	struct rt_output out = rt_run("rt_misc", args, env);
+
+	if (rt_int(&out, "skipped") == 1) {
+		rt_free(&out);
+		cr_skip_test("SCHED_FIFO is not allowed here (not root)");
+	}
+	rt_expect_int(&out, "slack", 2000000);
+	long long runnable = rt_int(&out, "runnable_us"), kernel = rt_int(&out, "kernel_us");
+	cr_expect_leq(runnable, 2 * kernel + 5000, "runnable %lld us against the kernel's %lld us", runnable, kernel);
+	rt_free(&out);
+}
+
+/* A sched_setattr a seccomp filter answered with 0 was never made: its
+ * attr need not be memory.  The shim read it with a plain load and the
+ * program died with SIGSEGV (helper-66). */
+static void setattr_faked(const char *mode)
+{
+	const char *args[] = { mode, NULL };
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	struct rt_output out = rt_run("rt_misc", args, env);
+
+	rt_expect_int(&out, "setattr", 0);
+	rt_free(&out);
+}
+
+Test(lifecycle, a_faked_sched_setattr_is_not_read_under_a_seen_filter)
+{
+	setattr_faked("setattr_faked_seen");
+}
+
+Test(lifecycle, a_faked_sched_setattr_is_read_safely_under_an_unseen_filter)
+{
+	setattr_faked("setattr_faked_unseen");
+}
+
 Test(lifecycle, an_inherited_filter_meets_no_call_of_the_shim)
 {
 	sandboxed_waits("sandbox_inherited");
