@@ -84,7 +84,7 @@ struct tdshim_thread {
 	bool sched_own;               /* sched_rt is this thread's (else the process's, */
 	bool sched_rt;                /* tdshim_process_rt): a real-time or deadline policy, */
 	bool sched_reset;             /* ... and SCHED_RESET_ON_FORK (thread.c, scheduling) */
-	uint32_t sched_seen;          /* its slot's scheduling word as last applied */
+	uint64_t sched_seen;          /* its slot's scheduling word as last applied */
 	uint64_t switches_looked_ns;  /* a condvar wait's last look at its switches (wrap_sync.c) */
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves

@@ -11,6 +11,8 @@
  * Also pthread_setconcurrency, and the wait scope.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -107,6 +109,15 @@ static const char *thread_descriptor(void)
 #else
 	return NULL;
 #endif
+}
+
+/* The caller's pthread_t, glibc's descriptor (what its pthread_self
+ * returns), without calling pthread_self: a program or library may
+ * define its own (tests/runtime fixture_self), which the shim must not
+ * call.  0 where unknown. */
+static pthread_t own_handle(void)
+{
+	return (pthread_t)(uintptr_t)thread_descriptor();
 }
 
 void tdshim_probe_thread_tid(void)
@@ -263,14 +274,16 @@ static void end_tracking_at_unwinding(void *unused)
  * slack back to its default.  A thread past capacity (no record) sees
  * only its own changes.
  */
-#define SCHED_WORD_VALID 1u
-#define SCHED_WORD_RT 2u
-#define SCHED_WORD_RESET 4u
+/* A word: the record's generation (high half), the count of moves into
+ * real time (29 bits: five wrapped after 32 round trips between two
+ * looks, helper-67), the class. */
+#define SCHED_WORD_VALID UINT64_C(1)
+#define SCHED_WORD_RT UINT64_C(2)
+#define SCHED_WORD_RESET UINT64_C(4)
 #define SCHED_WORD_ENTRIES_SHIFT 3
-#define SCHED_WORD_ENTRIES_MASK 31u
-#define SCHED_WORD_GENERATION_SHIFT 8
-#define SCHED_WORD_GENERATION_MASK (UINT32_MAX >> SCHED_WORD_GENERATION_SHIFT)
-static uint32_t sched_words[TDSTAT_RECORD_CAPACITY];
+#define SCHED_WORD_ENTRIES_MASK UINT64_C(0x1fffffff)
+#define SCHED_WORD_GENERATION_SHIFT 32
+static uint64_t sched_words[TDSTAT_RECORD_CAPACITY];
 /* The process's class at start, for threads the shim did not start. */
 static bool process_rt, process_reset;
 
@@ -316,38 +329,38 @@ static void sched_apply(struct tdshim_thread *self, bool rt, bool reset)
 
 static uint32_t record_generation(const struct tdstat_record *record)
 {
-	return CMM_LOAD_SHARED(record->copy[CMM_LOAD_SHARED(record->seq) & 1].generation) & SCHED_WORD_GENERATION_MASK;
+	return CMM_LOAD_SHARED(record->copy[CMM_LOAD_SHARED(record->seq) & 1].generation);
 }
 
-static bool word_is_of(uint32_t word, uint32_t generation)
+static bool word_is_of(uint64_t word, uint32_t generation)
 {
 	return (word & SCHED_WORD_VALID) && word >> SCHED_WORD_GENERATION_SHIFT == generation;
 }
 
-static uint32_t word_entries(uint32_t word)
+static uint64_t word_entries(uint64_t word)
 {
 	return word >> SCHED_WORD_ENTRIES_SHIFT & SCHED_WORD_ENTRIES_MASK;
 }
 
-/* Record `index` (of `generation`) in class (rt, reset): the word
- * replaced, its count of entries into real time carried on. */
 /* A word: the class, and the count of moves into real time, one more
  * when the class is real time. */
-static uint32_t sched_word(uint32_t generation, uint32_t entries, bool rt, bool reset)
+static uint64_t sched_word(uint32_t generation, uint64_t entries, bool rt, bool reset)
 {
 	if (rt)
 		entries = (entries + 1) & SCHED_WORD_ENTRIES_MASK;
-	return generation << SCHED_WORD_GENERATION_SHIFT | entries << SCHED_WORD_ENTRIES_SHIFT | SCHED_WORD_VALID |
+	return (uint64_t)generation << SCHED_WORD_GENERATION_SHIFT | entries << SCHED_WORD_ENTRIES_SHIFT | SCHED_WORD_VALID |
 	       (rt ? SCHED_WORD_RT : 0) | (reset ? SCHED_WORD_RESET : 0);
 }
 
-static uint32_t sched_write(uint32_t index, uint32_t generation, bool rt, bool reset)
+/* Record `index` (of `generation`) in class (rt, reset): the word
+ * replaced, its count of entries into real time carried on. */
+static uint64_t sched_write(uint32_t index, uint32_t generation, bool rt, bool reset)
 {
-	uint32_t old = CMM_LOAD_SHARED(sched_words[index]);
+	uint64_t old = CMM_LOAD_SHARED(sched_words[index]);
 
 	for (;;) {
-		uint32_t word = sched_word(generation, word_is_of(old, generation) ? word_entries(old) : 0, rt, reset);
-		uint32_t seen = uatomic_cmpxchg(&sched_words[index], old, word);
+		uint64_t word = sched_word(generation, word_is_of(old, generation) ? word_entries(old) : 0, rt, reset);
+		uint64_t seen = uatomic_cmpxchg(&sched_words[index], old, word);
 		if (seen == old)
 			return word;
 		old = seen;
@@ -355,9 +368,9 @@ static uint32_t sched_write(uint32_t index, uint32_t generation, bool rt, bool r
 }
 
 /* A word another thread wrote to this one's record, applied. */
-static void sched_take(struct tdshim_thread *self, uint32_t word, uint32_t generation)
+static void sched_take(struct tdshim_thread *self, uint64_t word, uint32_t generation)
 {
-	uint32_t entries = word_is_of(self->sched_seen, generation) ? word_entries(self->sched_seen) : 0;
+	uint64_t entries = word_is_of(self->sched_seen, generation) ? word_entries(self->sched_seen) : 0;
 	bool rt = word & SCHED_WORD_RT, reset = word & SCHED_WORD_RESET;
 
 	self->sched_seen = word;
@@ -373,7 +386,7 @@ static void sched_sync(struct tdshim_thread *self)
 
 	if (!record)
 		return;
-	uint32_t word = CMM_LOAD_SHARED(sched_words[record - tdstat_region.records]);
+	uint64_t word = CMM_LOAD_SHARED(sched_words[record - tdstat_region.records]);
 	if (caa_likely(word == self->sched_seen))
 		return;
 	uint32_t generation = record_generation(record);
@@ -392,14 +405,14 @@ static void sched_publish(struct tdshim_thread *self)
 	if (!record)
 		return;
 	uint32_t index = (uint32_t)(record - tdstat_region.records), generation = record_generation(record);
-	uint32_t old = CMM_LOAD_SHARED(sched_words[index]);
+	uint64_t old = CMM_LOAD_SHARED(sched_words[index]);
 
 	for (;;) {
 		if (word_is_of(old, generation) && old != self->sched_seen)
 			sched_take(self, old, generation);
-		uint32_t word = sched_word(generation, word_is_of(old, generation) ? word_entries(old) : 0,
+		uint64_t word = sched_word(generation, word_is_of(old, generation) ? word_entries(old) : 0,
 					   thread_is_rt(self), thread_resets_on_fork(self));
-		uint32_t seen = uatomic_cmpxchg(&sched_words[index], old, word);
+		uint64_t seen = uatomic_cmpxchg(&sched_words[index], old, word);
 		if (seen == old) {
 			self->sched_seen = word;
 			return;
@@ -449,14 +462,18 @@ void tdshim_sched_changed(pid_t tid, int policy)
 	struct tdshim_thread *self = &tdshim_self;
 	bool rt = policy_is_rt(policy), reset = (policy & SCHED_RESET_ON_FORK) != 0;
 
-	if (tid == 0 || tid == self->tid) {
-		if (!caller_owns_tls())
-			return;
+	/* 0 is the caller, which in a vfork child is not the TLS's thread;
+	 * the TLS's own tid is that thread, whoever calls (a vfork child's
+	 * pthread_setschedparam(pthread_self()) changes its parent's thread,
+	 * by glibc's descriptor: helper-67). */
+	if ((tid == 0 && caller_owns_tls()) || (tid != 0 && tid == self->tid)) {
 		sched_sync(self);
 		sched_apply(self, rt, reset);
 		sched_publish(self);
 		return;
 	}
+	if (tid == 0)
+		return;
 	/* Another thread of this process, by its record.  One that ends
 	 * meanwhile leaves a word of its generation, which the slot's next
 	 * owner ignores. */
@@ -476,8 +493,8 @@ void tdshim_sched_changed(pid_t tid, int policy)
 
 void tdshim_sched_thread_changed(pthread_t thread, int policy)
 {
-	if (pthread_equal(thread, pthread_self())) {
-		tdshim_sched_changed(0, policy);
+	if (thread && pthread_equal(thread, own_handle())) {
+		tdshim_sched_changed(tdshim_cached_tid(), policy);
 		return;
 	}
 	/* One the shim started, also before it first ran (its record's tid
@@ -496,6 +513,48 @@ void tdshim_sched_thread_changed(pthread_t thread, int policy)
 		tdshim_sched_changed(tid, policy);
 }
 
+/* A thread the shim did not start (main, glibc's own helper threads, a
+ * raw clone's) takes its class from the kernel as it is adopted: its
+ * creator is unknown, and the process's class at start may be long gone
+ * (helper-67: a SIGEV_THREAD timer's thread, in a process started real
+ * time whose main had left it, was taken for real time and its own
+ * PR_SET_TIMERSLACK ignored).  One system call, not in a sandbox. */
+static void sched_adopted(void)
+{
+	struct tdshim_thread *self = &tdshim_self;
+
+	if (self->sched_own || tdshim_in_sandbox())
+		return;
+	int saved_errno = errno;
+	int policy = sched_getscheduler(0);
+
+	errno = saved_errno;
+	if (policy < 0)
+		return;
+	self->sched_own = true;
+	self->sched_rt = policy_is_rt(policy);
+	self->sched_reset = (policy & SCHED_RESET_ON_FORK) != 0;
+}
+
+/* The slack of process `pid` (/proc/PID/timerslack_ns), 0 when unknown. */
+static uint64_t process_slack(pid_t pid)
+{
+	char path[64], text[32];
+	int saved_errno = errno;
+
+	snprintf(path, sizeof(path), "/proc/%d/timerslack_ns", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	errno = saved_errno;
+	if (got <= 0)
+		return 0;
+	text[got] = 0;
+	return strtoull(text, NULL, 10);
+}
+
 void tdshim_sched_init(void)
 {
 	int saved_errno = errno;
@@ -508,11 +567,15 @@ void tdshim_sched_init(void)
 	CMM_STORE_SHARED(process_reset, (policy & SCHED_RESET_ON_FORK) != 0);
 	/* Started in real time (chrt): the slack read at start is 0, and
 	 * the default a move out of real time gives back is the one the
-	 * thread was created with, unknown here: the kernel's own (50 us),
-	 * which a shell and chrt leave alone. */
+	 * thread was created with, its parent's slack then: the parent's
+	 * now (a shell's, which chrt, exec'ing, was forked from; helper-67:
+	 * systemd's TimerSlackNSec=), where readable, else the kernel's own
+	 * (50 us). */
 	if (policy_is_rt(policy) && tdshim_timer_slack_ns == 0) {
+		uint64_t parent = process_slack(getppid());
+
 		tdshim_self.default_slack_own = true;
-		tdshim_self.default_slack_ns = TDSHIM_KERNEL_TIMER_SLACK_NS;
+		tdshim_self.default_slack_ns = parent ? parent : TDSHIM_KERNEL_TIMER_SLACK_NS;
 	}
 }
 
@@ -639,6 +702,7 @@ void tdshim_thread_adopt(void)
 		tdshim_self.exited = true;
 		return;
 	}
+	sched_adopted();
 	begin_tracking(claim_runnable_record(tdshim_cached_tid()));
 	register_exit_hook(true);
 }
@@ -667,6 +731,11 @@ static __attribute__((noinline)) void *trampoline(void *argument)
 	 * before anything another thread changed since. */
 	if (copy.sched_explicit)
 		sched_apply(&tdshim_self, copy.sched_explicit > 1, false);
+	/* This thread's handle in its launch, while the record is surely its
+	 * own: the creator's store after pthread_create returns may come
+	 * after this thread ended and its slot went to another (helper-67). */
+	if (is_record_launch(launch))
+		CMM_STORE_SHARED(launch->thread, own_handle());
 	if (is_record_launch(launch))
 		begin_tracking(&tdstat_region.records[launch - launches]);
 	else {
@@ -773,9 +842,13 @@ static int create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*
 
 	error = tdshim_real_pthread_create(thread, attr, thread_entry, launch);
 	if (error == 0) {
-		/* Not a heap launch: its thread may have freed it already. */
+		/* Not a heap launch: its thread may have freed it already.  Only
+		 * while the thread has not stored its own (it started), and
+		 * not over another's: see trampoline.  A thread that ended
+		 * and whose slot another creator took meanwhile leaves a
+		 * window until the next thread starts. */
 		if (record)
-			CMM_STORE_SHARED(launch->thread, *thread);
+			uatomic_cmpxchg(&launch->thread, (pthread_t)0, *thread);
 		return 0;
 	}
 	if (record) {
@@ -1285,7 +1358,10 @@ void tdshim_timer_slack_changed(unsigned long requested)
 	if (!caller_owns_tls())
 		return;
 	/* Ignored by the kernel while the thread is real time (see the
-	 * scheduling policy above). */
+	 * scheduling policy above); a thread not yet adopted asks the
+	 * kernel its class first (helper-67's SIGEV_THREAD callback set
+	 * its slack before its first wait). */
+	sched_adopted();
 	sched_sync(self);
 	if (thread_is_rt(self))
 		return;

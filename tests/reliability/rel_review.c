@@ -81,6 +81,13 @@
  *                      thread with its own 2 ms slack the shim took for
  *                      real time (helper-66): within 0.5-1.5x (taken for
  *                      real time, dated with no slack: 15-25x)
+ *   timer-realtime-adopted  the same for a SIGEV_THREAD timer's thread
+ *                      in a process started real time whose main left it
+ *                      (helper-67: 20-24x)
+ *   timer-realtime-round-trips, -vfork-parent  a thread whose slack the
+ *                      kernel set (its default after 32 round trips
+ *                      through real time; none, made real time by its
+ *                      vfork child): within 15% (helper-67: 0.66-0.84)
  *   sampled-elsewhere  a thread that spins 20 us and sleeps 2 ms in
  *                      nanosleep (timer slack 200 us, set unseen by an
  *                      inline system call), beside another whose
@@ -724,7 +731,8 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "sampled-elsewhere"))
 		return sampled_elsewhere();
 	if (!strcmp(mode, "timer-realtime-keep-params") || !strcmp(mode, "timer-realtime-vfork") ||
-	    !strcmp(mode, "timer-realtime-reuse") || !strcmp(mode, "timer-realtime-reset"))
+	    !strcmp(mode, "timer-realtime-reuse") || !strcmp(mode, "timer-realtime-reset") ||
+	    !strcmp(mode, "timer-realtime-adopted"))
 		return runnable_within(mode, 0.5, 1.5);
 	if (!strncmp(mode, "timer-realtime", strlen("timer-realtime")))
 		return runnable_as_kernel(mode, 0.15);
@@ -742,6 +750,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted\n");
 	return 2;
 }

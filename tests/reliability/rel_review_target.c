@@ -57,6 +57,15 @@
  *                  tracking, then made SCHED_FIFO in its key destructor;
  *                  created by a main started SCHED_FIFO with
  *                  SCHED_RESET_ON_FORK (re-executed so, as by chrt -R)
+ *   timer-realtime-round-trips  the thread (own 2 ms slack, spinning 20 us) asleep on a
+ *                  semaphore while main takes it into real time and out
+ *                  32 times: its slack is its default, 50 us
+ *   timer-realtime-vfork-parent  the thread's vfork child calls
+ *                  pthread_setschedparam(pthread_self(), SCHED_FIFO),
+ *                  which makes the thread itself real time: no slack
+ *   timer-realtime-adopted  started SCHED_FIFO (re-executed so), main
+ *                  leaves real time, and a SIGEV_THREAD timer's thread
+ *                  (glibc's own, adopted) sets 2 ms and sleeps
  *   timer-busy     every 20 ms a thread on CPU 0 wakes a spinner (5 ms,
  *                  SCHED_FIFO 3) on CPU 1, where another thread
  *                  (SCHED_FIFO 2) sleeps 1 ms at a time in nanosleep:
@@ -677,7 +686,10 @@ static int timer_idle(unsigned long slack, bool inherited)
 /* ---- timer-realtime, timer-realtime-other, timer-realtime-left,
  * timer-realtime-syscall: a real-time thread's timers get no slack, and
  * leaving real time gives a thread its default slack back ---- */
-enum realtime_how { RT_SELF, RT_OTHER, RT_LEFT, RT_SYSCALL, RT_KEEP_PARAMS, RT_VFORK, RT_REUSE, RT_RESET };
+enum realtime_how {
+	RT_SELF, RT_OTHER, RT_LEFT, RT_SYSCALL, RT_KEEP_PARAMS, RT_VFORK, RT_REUSE, RT_RESET, RT_ROUND_TRIPS, RT_VFORK_PARENT,
+	RT_ADOPTED
+};
 static enum realtime_how tr_how;
 static volatile int tr_stop;
 static double tr_cpu, tr_wait;
@@ -751,6 +763,30 @@ static void *tr_sleeper(void *arg)
 		placed = child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 		break;
 	}
+	case RT_ROUND_TRIPS:
+		/* Its own 2 ms; then, asleep on a semaphore (no timer to date,
+		 * so the shim does not look), main takes it into real time and
+		 * out 32 times: its default again, 50 us. */
+		prctl(PR_SET_TIMERSLACK, 2000000, 0, 0, 0);
+		sem_post(&tr_ready);
+		sem_wait(&tr_go);
+		break;
+	case RT_VFORK_PARENT: {
+		/* Its own 2 ms; a vfork child's pthread_setschedparam of
+		 * pthread_self() names this thread (glibc's descriptor is
+		 * shared): this thread goes real time, no slack. */
+		struct sched_param fifo = { .sched_priority = 1 };
+
+		prctl(PR_SET_TIMERSLACK, 2000000, 0, 0, 0);
+		pid_t child = vfork();
+		if (child == 0)
+			_exit(pthread_setschedparam(pthread_self(), SCHED_FIFO, &fifo) == 0 ? 0 : 1);
+		int status = 0;
+		placed = child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+			 sched_getscheduler(0) == SCHED_FIFO;
+		break;
+	}
+	case RT_ADOPTED:
 	case RT_REUSE:
 	case RT_RESET:
 		/* Its own 2 ms, and SCHED_OTHER (see timer_realtime). */
@@ -797,6 +833,15 @@ static void *tr_ending(void *arg)
 	return arg;
 }
 
+static sem_t tr_done;
+
+static void tr_timer_thread(union sigval value)
+{
+	(void)value;
+	tr_sleeper(NULL);
+	sem_post(&tr_done);
+}
+
 static int timer_realtime(enum realtime_how how, const char *self_path)
 {
 	pthread_t sleeper, ending;
@@ -815,12 +860,25 @@ static int timer_realtime(enum realtime_how how, const char *self_path)
 		execl(self_path, self_path, "timer-realtime-reset", (char *)NULL);
 		return 77;
 	}
+	/* timer-realtime-adopted: likewise started SCHED_FIFO, main leaves
+	 * real time, and the sleeper is a SIGEV_THREAD timer's thread, which
+	 * glibc starts itself (the shim adopts it), setting its slack before
+	 * its first wait. */
+	if (how == RT_ADOPTED && sched_getscheduler(0) == SCHED_OTHER) {
+		struct sched_param fifo = { .sched_priority = 1 };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &fifo) != 0)
+			return 77;
+		execl(self_path, self_path, "timer-realtime-adopted", (char *)NULL);
+		return 77;
+	}
 	tr_how = how;
 	/* Sleeps that the 2 ms slack stretches get more CPU each, so that
 	 * 2 s hold well over 0.1 s of it. */
-	tr_spin_ns = how == RT_SELF || how == RT_OTHER ? 50000 : 300000;
+	tr_spin_ns = how == RT_SELF || how == RT_OTHER ? 50000 : how == RT_ROUND_TRIPS || how == RT_VFORK_PARENT ? 20000 : 300000;
 	sem_init(&tr_ready, 0, 0);
 	sem_init(&tr_go, 0, 0);
+	sem_init(&tr_done, 0, 0);
 	if (how == RT_LEFT || how == RT_SYSCALL)
 		prctl(PR_SET_TIMERSLACK, 2000000, 0, 0, 0);
 	CPU_ZERO(&cpus);
@@ -836,7 +894,29 @@ static int timer_realtime(enum realtime_how how, const char *self_path)
 		pthread_create(&ending, NULL, tr_ending, NULL);
 		sem_wait(&tr_in_destructor);
 	}
+	if (how == RT_ADOPTED) {
+		struct sched_param normal = { 0 };
+		struct sigevent event = { .sigev_notify = SIGEV_THREAD, .sigev_notify_function = tr_timer_thread };
+		struct itimerspec once = { .it_value = { 0, 1000000 } };
+		timer_t timer;
+
+		if (sched_setscheduler(0, SCHED_OTHER, &normal) != 0 || timer_create(CLOCK_MONOTONIC, &event, &timer) != 0 ||
+		    timer_settime(timer, 0, &once, NULL) != 0)
+			return 77;
+		pause_ns(2000000000L);
+		tr_stop = 1;
+		sem_wait(&tr_done);
+		printf("cpu %.6f wait %.6f\n", tr_cpu, tr_wait);
+		return 0;
+	}
 	pthread_create(&sleeper, NULL, tr_sleeper, NULL);
+	if (how == RT_ROUND_TRIPS) {
+		sem_wait(&tr_ready);
+		for (int i = 0; i < 32; i++)
+			if (!tr_set(sleeper, SCHED_FIFO) || !tr_set(sleeper, SCHED_OTHER))
+				return 77;
+		sem_post(&tr_go);
+	}
 	if (how == RT_REUSE) {
 		pause_ns(20000000L);
 		bool set = tr_set(ending, SCHED_FIFO);
@@ -1244,12 +1324,18 @@ int main(int argc, char **argv)
 		return timer_realtime(RT_REUSE, argv[0]);
 	if (!strcmp(mode, "timer-realtime-reset"))
 		return timer_realtime(RT_RESET, argv[0]);
+	if (!strcmp(mode, "timer-realtime-round-trips"))
+		return timer_realtime(RT_ROUND_TRIPS, argv[0]);
+	if (!strcmp(mode, "timer-realtime-vfork-parent"))
+		return timer_realtime(RT_VFORK_PARENT, argv[0]);
+	if (!strcmp(mode, "timer-realtime-adopted"))
+		return timer_realtime(RT_ADOPTED, argv[0]);
 	if (!strcmp(mode, "timer-busy"))
 		return timer_busy();
 	if (!strcmp(mode, "mutex-queue"))
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted\n");
 	return 2;
 }
