@@ -647,6 +647,18 @@ static int sandbox(char how, char **argv)
 	return sandbox_waits();
 }
 
+/* The calling thread's kernel CPU + run-queue time so far (schedstat). */
+static uint64_t kernel_ns(void)
+{
+	unsigned long long run = 0, waited = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (!f || fscanf(f, "%llu %llu", &run, &waited) != 2)
+		fx_die("schedstat");
+	fclose(f);
+	return run + waited;
+}
+
 /* ---- sched_fork_round_trip ---- */
 static int sched_fork_round_trip(void)
 {
@@ -660,8 +672,6 @@ static int sched_fork_round_trip(void)
 	if (child < 0)
 		fx_die("fork");
 	if (child == 0) {
-		unsigned long long run = 0, waited = 0;
-
 		if (sched_setscheduler(0, SCHED_FIFO, &fifo) != 0) {
 			printf("skipped=1\n");
 			fflush(stdout);
@@ -670,21 +680,13 @@ static int sched_fork_round_trip(void)
 		if (sched_setscheduler(0, SCHED_OTHER, &normal) != 0)
 			fx_die("SCHED_OTHER");
 		fx_enable();
-		uint64_t before = fx_record_of(fx_gettid()).acc_runnable_ns;
-		FILE *f = fopen("/proc/thread-self/schedstat", "r");
-		unsigned long long run0 = 0, waited0 = 0;
-		if (!f || fscanf(f, "%llu %llu", &run0, &waited0) != 2)
-			fx_die("schedstat");
-		fclose(f);
+		uint64_t before = fx_record_of(fx_gettid()).acc_runnable_ns, kernel_before = kernel_ns();
 		for (int i = 0; i < 100; i++)
 			nanosleep(&pause, NULL);
-		f = fopen("/proc/thread-self/schedstat", "r");
-		if (!f || fscanf(f, "%llu %llu", &run, &waited) != 2)
-			fx_die("schedstat");
-		fclose(f);
+		uint64_t kernel = kernel_ns() - kernel_before;
 		uint64_t after = fx_record_of(fx_gettid()).acc_runnable_ns;
 		printf("skipped=0\nslack=%d\nrunnable_us=%llu\nkernel_us=%llu\n", prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0),
-		       (unsigned long long)(after - before) / 1000, (run + waited - run0 - waited0) / 1000);
+		       (unsigned long long)(after - before) / 1000, (unsigned long long)kernel / 1000);
 		fflush(stdout);
 		_exit(0);
 	}
@@ -735,19 +737,15 @@ static void *saf_first(void *unused)
 static void *saf_sleeper(void *unused)
 {
 	const struct timespec pause = { 0, 400000 };
-	unsigned long long run = 0, waited = 0;
 
 	prctl(PR_SET_TIMERSLACK, 2000000, 0, 0, 0);
 	for (int i = 0; i < 100; i++)
 		nanosleep(&pause, NULL);
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
-	if (!f || fscanf(f, "%llu %llu", &run, &waited) != 2)
-		fx_die("schedstat");
-	fclose(f);
+	uint64_t kernel = kernel_ns();
 	struct fx_record record = fx_record_of(fx_gettid());
 	printf("skipped=0\nsame_slot=%d\nrunnable_us=%llu\nkernel_us=%llu\n",
 	       fx_find_record(fx_gettid()) == (int)(intptr_t)unused, (unsigned long long)record.acc_runnable_ns / 1000,
-	       (run + waited) / 1000);
+	       (unsigned long long)kernel / 1000);
 	return NULL;
 }
 
