@@ -86,6 +86,7 @@ struct tdshim_thread {
 	bool sched_reset;             /* ... and SCHED_RESET_ON_FORK (thread.c, scheduling) */
 	uint64_t sched_seen;          /* its slot's scheduling word as last applied */
 	uint64_t switches_looked_ns;  /* a condvar wait's last look at its switches (wrap_sync.c) */
+	unsigned int lifts;           /* handlers run inside its waits (thread.c, handlers) */
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves
 	 * `anchor`.  `check` (the xor of the other three) tells a whole one
@@ -427,6 +428,7 @@ struct tdshim_wait_scope {
 	uint64_t sample_cpu_ns; /* a sampled wait: the thread's CPU clock ... */
 	uint64_t sample_wall_ns; /* ... and the monotonic clock at its start */
 	uint64_t sample_read_ns; /* ... and what one read of that CPU clock costs */
+	unsigned int sample_lifts; /* ... and the thread's handlers run inside waits then */
 };
 /* glibc's cleanup buffers of the first kind (pthread_cleanup_push before
  * glibc 2.3.3, exported still and used inside libc; a list in the
@@ -443,6 +445,31 @@ void tdshim_wait_end(struct tdshim_wait_scope *scope);
 void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_scope *scope);
 
 #define TDSHIM_CALL_SITE() __builtin_extract_return_addr(__builtin_return_address(0))
+
+/*
+ * A signal handler that runs while its thread waits (runtime/wrap_handler.c)
+ * runs on a CPU: the kernel counts it running, so the thread is RUNNABLE
+ * from the handler's start to its return, and BLOCKED again in the same
+ * wait after it.  Inside the handler the thread is in no wait of the
+ * shim's: a wait the handler makes is an outermost one of its own.
+ * `enter` before the program's handler, `leave` after it, also when the
+ * handler is left by unwinding (`returned` false: the wait then ends as
+ * the unwinding passes its scope); a jump out of the handler leaves the
+ * thread RUNNABLE and in no wait, which is where the jump lands.
+ */
+struct tdshim_lift {
+	bool lifted;                           /* the thread was made RUNNABLE */
+	bool returned;                         /* the handler returned */
+	unsigned int depth;                    /* the wait's scopes, ... */
+	const struct tdshim_wait_scope *scope; /* ... and its outermost, put back */
+};
+void tdshim_handler_enter(struct tdshim_lift *lift);
+void tdshim_handler_leave(struct tdshim_lift *lift);
+/* Whether the caller is the thread whose TLS it sees (not a vfork child:
+ * thread.c). */
+bool tdshim_caller_owns_tls(void);
+/* In a fork child: no thread is changing an action (wrap_handler.c). */
+void tdshim_handlers_after_fork(void);
 
 /* A scope for a wait of `kind` on `object`, woken through the stamps of
  * `object` (and of `second_key`, or NULL), called from `site`. */
@@ -471,6 +498,8 @@ void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_sc
 /* Copies a timespec the caller passed, or false when it is unreadable
  * (the real call then fails with EFAULT): never a crash of our own. */
 bool tdshim_copy_timespec(const struct timespec *from, struct timespec *to);
+/* The same for `size` bytes of anything. */
+bool tdshim_copy_in(const void *from, void *to, size_t size);
 /* A relative timeout in ns (0 when invalid), from a readable timespec. */
 uint64_t tdshim_timespec_ns(const struct timespec *time);
 

@@ -450,7 +450,7 @@ static const struct tdstat_record *launched_record(pthread_t thread)
  * only; not in a sandbox (shim.h), where the caller is taken to be the
  * thread.
  */
-static bool caller_owns_tls(void)
+bool tdshim_caller_owns_tls(void)
 {
 	pid_t tid = tdshim_cached_tid();
 
@@ -466,7 +466,7 @@ void tdshim_sched_changed(pid_t tid, int policy)
 	 * the TLS's own tid is that thread, whoever calls (a vfork child's
 	 * pthread_setschedparam(pthread_self()) changes its parent's thread,
 	 * by glibc's descriptor: helper-67). */
-	if ((tid == 0 && caller_owns_tls()) || (tid != 0 && tid == self->tid)) {
+	if ((tid == 0 && tdshim_caller_owns_tls()) || (tid != 0 && tid == self->tid)) {
 		sched_sync(self);
 		sched_apply(self, rt, reset);
 		sched_publish(self);
@@ -1237,6 +1237,7 @@ static void credit_sample_begin(struct tdshim_thread *self, struct tdshim_wait_s
 	scope->sample_cpu_ns = thread_cpu_ns();
 	scope->sample_read_ns = first && scope->sample_cpu_ns > first ? scope->sample_cpu_ns - first : 0;
 	scope->sample_wall_ns = tdshim_stamp_ns();
+	scope->sample_lifts = self->lifts;
 }
 
 /* A sample counts when the wait slept: its wall time is longer than its
@@ -1250,7 +1251,10 @@ static void credit_sample_end(const struct tdshim_wait_scope *scope)
 	cpu -= scope->sample_cpu_ns;
 	cpu = cpu > scope->sample_read_ns ? cpu - scope->sample_read_ns : 0;
 	wall -= scope->sample_wall_ns;
-	if (scope->never_slept || cpu > CREDIT_SAMPLE_MAX_NS || wall < cpu + 2000)
+	/* A handler that ran inside the wait put its own CPU in (helper-64's
+	 * 150 us of a handler as one sleep's figure). */
+	if (scope->never_slept || cpu > CREDIT_SAMPLE_MAX_NS || wall < cpu + 2000 ||
+	    scope->sample_lifts != tdshim_self.lifts)
 		return;
 	struct credit_figure *figure = credit_of(scope->kind);
 	unsigned int index = uatomic_add_return(&figure->claimed, 1) - 1;
@@ -1355,7 +1359,7 @@ void tdshim_timer_slack_changed(unsigned long requested)
 {
 	struct tdshim_thread *self = &tdshim_self;
 
-	if (!caller_owns_tls())
+	if (!tdshim_caller_owns_tls())
 		return;
 	/* Ignored by the kernel while the thread is real time (see the
 	 * scheduling policy above); a thread not yet adopted asks the
@@ -1510,4 +1514,70 @@ TDSHIM_BLOCKING_PATH void tdshim_wait_end(struct tdshim_wait_scope *scope)
 	cmm_barrier();
 	if (self->wait_depth > 0)
 		self->wait_depth--;
+}
+
+/*
+ * Signal handlers inside a wait (shim.h, struct tdshim_lift).  The thread
+ * is lifted only out of a wait whose BLOCKED state its record publishes,
+ * with no change of it under way: a handler that arrives while a scope
+ * begins or ends (the depth set, the change not yet or already made), or
+ * inside a change, runs as before, counted in the wait.  Each step leaves
+ * a state a handler nested in this one reads the same way: the record
+ * RUNNABLE first (a nested handler finds no BLOCKED wait to lift), then
+ * no scope; on the way back the scope first, then BLOCKED.
+ */
+TDSHIM_BLOCKING_PATH void tdshim_handler_enter(struct tdshim_lift *lift)
+{
+	struct tdshim_thread *self = &tdshim_self;
+	const struct tdshim_wait_scope *scope = self->outer_scope;
+	const struct tdstat_record *record = self->record;
+
+	if (!scope || !record || self->writing ||
+	    record->copy[CMM_LOAD_SHARED(record->seq) & 1].state != TDSTAT_STATE_BLOCKED)
+		return;
+	/* The signal woke the thread before the handler started: by as much
+	 * CPU as a sleep of the kind takes (late_wake), when the shim has a
+	 * figure for it, the kernel's part of leaving the wait and, after
+	 * the handler, of going back into it (counted BLOCKED from there). */
+	uint64_t credit = CMM_LOAD_SHARED(credit_of(scope->kind)->credit_ns);
+	uint64_t now = credit ? tdshim_stamp_ns() : 0;
+	struct tdshim_change change = {
+		.state = TDSTAT_STATE_RUNNABLE,
+		.woken_ns = now > credit ? now - credit : 0,
+	};
+
+	change_own_record(self, &change);
+	self->lifts++;
+	lift->depth = self->wait_depth;
+	lift->scope = scope;
+	lift->lifted = true;
+	self->outer_scope = NULL;
+	cmm_barrier();
+	self->wait_depth = 0;
+	cmm_barrier();
+}
+
+TDSHIM_BLOCKING_PATH void tdshim_handler_leave(struct tdshim_lift *lift)
+{
+	struct tdshim_thread *self = &tdshim_self;
+
+	if (!lift->lifted)
+		return;
+	TDSHIM_SAVE_ERRNO();
+	/* Whatever the handler's own waits left (a jump inside it ends
+	 * them): the interrupted wait's scopes are back. */
+	self->wait_depth = lift->depth;
+	cmm_barrier();
+	self->outer_scope = lift->scope;
+	cmm_barrier();
+	if (lift->returned) {
+		struct tdshim_change change = {
+			.state = TDSTAT_STATE_BLOCKED,
+			.kind = lift->scope->kind,
+			.object = lift->scope->object,
+			.site = lift->scope->site,
+		};
+		change_own_record(self, &change);
+	}
+	TDSHIM_RESTORE_ERRNO();
 }

@@ -28,6 +28,8 @@
  * reading a stamp from a wake that was not its own only ever gets a time
  * inside its wait (it checks).
  */
+#include <string.h>
+
 #include "shim.h"
 #include "profile.h"
 #include "counter_clock.h"
@@ -326,12 +328,12 @@ uint64_t tdshim_timespec_ns(const struct timespec *time)
 /* Through the kernel, which answers EFAULT where a plain load would fault;
  * where process_vm_readv is not allowed (a seccomp policy), or may not be
  * (tdshim_sandboxed), a plain load, as before. */
-bool tdshim_copy_timespec(const struct timespec *from, struct timespec *to)
+bool tdshim_copy_in(const void *from, void *to, size_t size)
 {
-	struct iovec local = { to, sizeof(*to) }, remote = { (void *)from, sizeof(*to) };
+	struct iovec local = { to, size }, remote = { (void *)from, size };
 
 	if (tdshim_in_sandbox()) {
-		*to = *from;
+		memcpy(to, from, size);
 		return true;
 	}
 	TDSHIM_SAVE_ERRNO();
@@ -339,13 +341,18 @@ bool tdshim_copy_timespec(const struct timespec *from, struct timespec *to)
 	int failure = errno;
 
 	TDSHIM_RESTORE_ERRNO();
-	if (copied == (ssize_t)sizeof(*to))
+	if (copied == (ssize_t)size)
 		return true;
 	if (copied < 0 && (failure == ENOSYS || failure == EPERM)) {
-		*to = *from;
+		memcpy(to, from, size);
 		return true;
 	}
 	return false;
+}
+
+bool tdshim_copy_timespec(const struct timespec *from, struct timespec *to)
+{
+	return tdshim_copy_in(from, to, sizeof(*to));
 }
 
 uint64_t tdshim_deadline_after(const struct timespec *timeout)

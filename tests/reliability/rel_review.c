@@ -734,6 +734,16 @@ int main(int argc, char **argv)
 	    !strcmp(mode, "timer-realtime-reuse") || !strcmp(mode, "timer-realtime-reset") ||
 	    !strcmp(mode, "timer-realtime-adopted"))
 		return runnable_within(mode, 0.5, 1.5);
+	/* A handler that runs inside a wait counts as running (before
+	 * wrap_handler.c: 0.08-0.13 of the kernel's figures, the handler's
+	 * CPU counted in the wait); nested, the handler's own sleep counts
+	 * as one (counted running: about 1.9x).  0.88-0.94 with it: the
+	 * kernel's part of each signal (its delivery to a thread asleep on
+	 * an idle CPU, the wait's re-entry after the handler) counts in the
+	 * wait, as a wake from an idle CPU does before the shim has a figure
+	 * for the CPU a sleep takes. */
+	if (!strncmp(mode, "handler-in-wait-", strlen("handler-in-wait-")))
+		return runnable_within(mode, 0.8, 1.15);
 	if (!strncmp(mode, "timer-realtime", strlen("timer-realtime")))
 		return runnable_as_kernel(mode, 0.15);
 	if (!strcmp(mode, "timer-busy")) {

@@ -66,6 +66,12 @@
  *   timer-realtime-adopted  started SCHED_FIFO (re-executed so), main
  *                  leaves real time, and a SIGEV_THREAD timer's thread
  *                  (glibc's own, adopted) sets 2 ms and sleeps
+ *   handler-in-wait-KIND  a thread on CPU 1 in a wait of KIND (sem,
+ *                  cond, futex through syscall(), sleep, pause; nested:
+ *                  sem, with a handler asleep 300 us of its 500) that
+ *                  main, on CPU 0, signals every millisecond for 1 s: its
+ *                  handler spins 300 us; prints the two threads' kernel
+ *                  figures
  *   timer-busy     every 20 ms a thread on CPU 0 wakes a spinner (5 ms,
  *                  SCHED_FIFO 3) on CPU 1, where another thread
  *                  (SCHED_FIFO 2) sleeps 1 ms at a time in nanosleep:
@@ -1267,6 +1273,98 @@ static int sampled_elsewhere(double seconds)
 	return 0;
 }
 
+/* ---- handler-in-wait KIND: a handler that runs inside a wait runs ---- */
+static volatile int hw_stop;
+static const char *hw_kind;
+static sem_t hw_semaphore;
+static pthread_mutex_t hw_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hw_condition = PTHREAD_COND_INITIALIZER;
+static int hw_word;
+static double hw_cpu, hw_wait;
+
+static void hw_handler(int signal_number)
+{
+	(void)signal_number;
+	if (!strcmp(hw_kind, "nested")) {
+		/* Half its time on a CPU, half asleep in a wait of its own. */
+		spin_ns(100000);
+		pause_ns(300000);
+		spin_ns(100000);
+		return;
+	}
+	spin_ns(300000);
+}
+
+static void *hw_waiter(void *argument)
+{
+	cpu_set_t cpus;
+
+	(void)argument;
+	CPU_ZERO(&cpus);
+	CPU_SET(1, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	while (!hw_stop) {
+		if (!strcmp(hw_kind, "sem") || !strcmp(hw_kind, "nested")) {
+			sem_wait(&hw_semaphore);
+		} else if (!strcmp(hw_kind, "cond")) {
+			pthread_mutex_lock(&hw_mutex);
+			if (!hw_stop)
+				pthread_cond_wait(&hw_condition, &hw_mutex);
+			pthread_mutex_unlock(&hw_mutex);
+		} else if (!strcmp(hw_kind, "futex")) {
+			syscall(SYS_futex, &hw_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+		} else if (!strcmp(hw_kind, "sleep")) {
+			struct timespec long_sleep = { 5, 0 };
+
+			nanosleep(&long_sleep, NULL);
+		} else {
+			pause();
+		}
+	}
+	own_schedstat(&hw_cpu, &hw_wait);
+	return NULL;
+}
+
+/* The waiter on CPU 1 in a wait of KIND (sem, cond, futex through
+ * syscall(), sleep, pause; nested: sem, its handler asleep half the
+ * time); main on CPU 0 signals it every millisecond for 1 s, its handler
+ * spins 300 us.  Prints the two threads' kernel figures. */
+static int handler_in_wait(const char *kind)
+{
+	struct sigaction action = { .sa_handler = hw_handler, .sa_flags = SA_RESTART };
+	pthread_t waiter;
+	cpu_set_t cpus;
+	double cpu, wait;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return 77;
+	hw_kind = kind;
+	sem_init(&hw_semaphore, 0, 0);
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGUSR1, &action, NULL);
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	pthread_create(&waiter, NULL, hw_waiter, NULL);
+	pause_ns(20000000);
+	for (int i = 0; i < 1000; i++) {
+		pause_ns(1000000);
+		pthread_kill(waiter, SIGUSR1);
+	}
+	hw_stop = 1;
+	sem_post(&hw_semaphore);
+	pthread_mutex_lock(&hw_mutex);
+	pthread_cond_signal(&hw_condition);
+	pthread_mutex_unlock(&hw_mutex);
+	__atomic_store_n(&hw_word, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &hw_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	pthread_kill(waiter, SIGUSR1);
+	pthread_join(waiter, NULL);
+	own_schedstat(&cpu, &wait);
+	printf("cpu %.6f wait %.6f\n", cpu + hw_cpu, wait + hw_wait);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -1302,6 +1400,8 @@ int main(int argc, char **argv)
 		return racing_posts();
 	if (!strcmp(mode, "timer-idle"))
 		return timer_idle(0, false);
+	if (!strncmp(mode, "handler-in-wait-", strlen("handler-in-wait-")))
+		return handler_in_wait(mode + strlen("handler-in-wait-"));
 	if (!strcmp(mode, "timer-slack"))
 		return timer_idle(1000000, false);
 	if (!strcmp(mode, "timer-slack-inherited"))
@@ -1336,6 +1436,6 @@ int main(int argc, char **argv)
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
 	return 2;
 }

@@ -408,3 +408,26 @@ Test(marks, follow_every_record_at_rest)
 	rt_expect_int(&out, "marks_end", 1);
 	rt_free(&out);
 }
+
+/* Signal handlers as the program sees them, bare and under the shim: the
+ * shim puts a trampoline of its own in the kernel's actions
+ * (runtime/wrap_handler.c), and nothing of it may show, in what the
+ * calls return and read back or in how the handlers run, in and out of
+ * waits (fixture_handlers.c). */
+Test(lifecycle, signal_handlers_look_and_run_as_without_the_shim)
+{
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	struct rt_output bare = rt_run_preloaded("rt_handlers", NULL, env, NULL);
+	struct rt_output shim = rt_run("rt_handlers", NULL, env);
+
+	cr_expect_str_eq(shim.text, bare.text, "under the shim:\n%s\nbare:\n%s", shim.text, bare.text);
+	/* And the bare run did what the fixture means (a fixture that broke
+	 * both ways would compare equal). */
+	rt_expect_string(&bare, "old_before_two", "one flags 0x14000000");
+	rt_expect_string(&bare, "info_ran", "signal 12 value 4242 code_is_queue 1");
+	rt_expect_string(&bare, "resethand_after", "SIG_DFL flags 0x84000000 usr2 0 term 0");
+	rt_expect_string(&bare, "jump_waiter", "landed 7");
+	rt_expect_string(&bare, "exit_joined", "99");
+	rt_free(&bare);
+	rt_free(&shim);
+}

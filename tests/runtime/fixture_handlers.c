@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Signal handlers as a program sees them (test_misc.c runs this bare and
+ * under the shim and expects the same lines): what sigaction, signal,
+ * bsd_signal, ssignal, sysv_signal, __sysv_signal and sigset return and
+ * read back, which handler runs with which arguments, SA_RESETHAND,
+ * siginterrupt, system()'s save and restore, a fork child, refused calls,
+ * and handlers that interrupt waits: returning (EINTR or restarted),
+ * waiting themselves, jumping out, ending the thread.
+ * usage: rt_handlers
+ */
+#define _GNU_SOURCE
+/* sigset() and siginterrupt(), deprecated, are what is tested. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+/* One structure as both actions is what is tested too. */
+#pragma GCC diagnostic ignored "-Wrestrict"
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+__sighandler_t bsd_signal(int, __sighandler_t);
+__sighandler_t sysv_signal(int, __sighandler_t);
+__sighandler_t __sysv_signal(int, __sighandler_t);
+
+static volatile sig_atomic_t last_signal, calls, info_value, info_code, nested_depth, nested_max;
+
+static void one(int signal_number)
+{
+	last_signal = signal_number;
+	calls++;
+}
+
+static void two(int signal_number)
+{
+	last_signal = -signal_number;
+	calls++;
+}
+
+static void with_info(int signal_number, siginfo_t *info, void *context)
+{
+	(void)context;
+	last_signal = signal_number;
+	info_value = info->si_value.sival_int;
+	info_code = info->si_code;
+	calls++;
+}
+
+static void reentrant(int signal_number)
+{
+	nested_depth++;
+	if (nested_depth > nested_max)
+		nested_max = nested_depth;
+	if (nested_depth < 3)
+		raise(signal_number);
+	nested_depth--;
+}
+
+/* A handler's name, as the program knows its functions. */
+static const char *name_of(void (*handler)(int))
+{
+	if (handler == SIG_DFL)
+		return "SIG_DFL";
+	if (handler == SIG_IGN)
+		return "SIG_IGN";
+	if (handler == SIG_ERR)
+		return "SIG_ERR";
+	if (handler == SIG_HOLD)
+		return "SIG_HOLD";
+	if (handler == one)
+		return "one";
+	if (handler == two)
+		return "two";
+	if (handler == (void (*)(int))(void (*)(void))with_info)
+		return "with_info";
+	if (handler == reentrant)
+		return "reentrant";
+	return "other";
+}
+
+static void show_action(const char *key, int signal_number)
+{
+	struct sigaction now;
+
+	if (sigaction(signal_number, NULL, &now) != 0) {
+		printf("%s=error %d\n", key, errno);
+		return;
+	}
+	printf("%s=%s flags %#x usr2 %d term %d\n", key, name_of(now.sa_handler), (unsigned)now.sa_flags,
+	       sigismember(&now.sa_mask, SIGUSR2), sigismember(&now.sa_mask, SIGTERM));
+}
+
+static void readback(void)
+{
+	struct sigaction action = { .sa_handler = one, .sa_flags = SA_RESTART }, old;
+
+	sigemptyset(&action.sa_mask);
+	sigaddset(&action.sa_mask, SIGUSR2);
+	printf("install_one=%d\n", sigaction(SIGUSR1, &action, &old));
+	printf("old_before_one=%s\n", name_of(old.sa_handler));
+	show_action("after_one", SIGUSR1);
+	raise(SIGUSR1);
+	printf("one_ran=%d signal %d\n", (int)calls, (int)last_signal);
+
+	action.sa_handler = two;
+	action.sa_flags = SA_NODEFER;
+	sigaddset(&action.sa_mask, SIGTERM);
+	printf("install_two=%d\n", sigaction(SIGUSR1, &action, &old));
+	printf("old_before_two=%s flags %#x\n", name_of(old.sa_handler), (unsigned)old.sa_flags);
+	raise(SIGUSR1);
+	printf("two_ran=%d signal %d\n", (int)calls, (int)last_signal);
+
+	/* One structure as both the new and the old action. */
+	action.sa_handler = one;
+	action.sa_flags = 0;
+	struct sigaction *both = &action;
+	printf("install_aliased=%d\n", sigaction(SIGUSR1, both, both));
+	printf("aliased_old=%s\n", name_of(action.sa_handler));
+	show_action("after_aliased", SIGUSR1);
+	printf("query_only=%d\n", sigaction(SIGUSR1, NULL, NULL));
+
+	struct sigaction info_action = { .sa_sigaction = with_info, .sa_flags = SA_SIGINFO };
+	sigemptyset(&info_action.sa_mask);
+	printf("install_info=%d\n", sigaction(SIGUSR2, &info_action, NULL));
+	show_action("after_info", SIGUSR2);
+	union sigval value = { .sival_int = 4242 };
+	sigqueue(getpid(), SIGUSR2, value);
+	printf("info_ran=signal %d value %d code_is_queue %d\n", (int)last_signal, (int)info_value,
+	       info_code == SI_QUEUE);
+
+	struct sigaction ignore = { .sa_handler = SIG_IGN };
+	printf("install_ignore=%d\n", sigaction(SIGUSR2, &ignore, &old));
+	printf("old_before_ignore=%s flags_siginfo %d\n", name_of(old.sa_handler), !!(old.sa_flags & SA_SIGINFO));
+	show_action("after_ignore", SIGUSR2);
+}
+
+static void one_shot_and_nesting(void)
+{
+	struct sigaction action = { .sa_handler = one, .sa_flags = SA_RESETHAND };
+
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGHUP, &action, NULL);
+	show_action("resethand_before", SIGHUP);
+	calls = 0;
+	raise(SIGHUP);
+	printf("resethand_ran=%d\n", (int)calls);
+	show_action("resethand_after", SIGHUP);
+
+	action.sa_handler = reentrant;
+	action.sa_flags = SA_NODEFER;
+	sigaction(SIGWINCH, &action, NULL);
+	raise(SIGWINCH);
+	printf("nodefer_depth=%d\n", (int)nested_max);
+}
+
+static void the_signal_calls(void)
+{
+	printf("signal_first=%s\n", name_of(signal(SIGALRM, one)));
+	show_action("after_signal", SIGALRM);
+	printf("signal_second=%s\n", name_of(signal(SIGALRM, two)));
+	calls = 0;
+	raise(SIGALRM);
+	printf("signal_ran=%d signal %d\n", (int)calls, (int)last_signal);
+	printf("bsd_signal=%s\n", name_of(bsd_signal(SIGALRM, one)));
+	printf("ssignal=%s\n", name_of(ssignal(SIGALRM, two)));
+	printf("sysv_signal=%s\n", name_of(sysv_signal(SIGALRM, one)));
+	show_action("after_sysv_signal", SIGALRM);
+	raise(SIGALRM);
+	show_action("after_sysv_delivery", SIGALRM);
+	printf("__sysv_signal=%s\n", name_of(__sysv_signal(SIGALRM, two)));
+	printf("signal_dfl=%s\n", name_of(signal(SIGALRM, SIG_DFL)));
+	printf("signal_back=%s\n", name_of(signal(SIGALRM, one)));
+
+	printf("sigset_first=%s\n", name_of(sigset(SIGPIPE, one)));
+	printf("sigset_hold=%s\n", name_of(sigset(SIGPIPE, SIG_HOLD)));
+	show_action("after_hold", SIGPIPE);
+	printf("sigset_again=%s\n", name_of(sigset(SIGPIPE, two)));
+	calls = 0;
+	raise(SIGPIPE);
+	printf("sigset_ran=%d signal %d\n", (int)calls, (int)last_signal);
+
+	printf("siginterrupt=%d\n", siginterrupt(SIGALRM, 1));
+	show_action("after_siginterrupt", SIGALRM);
+	printf("signal_after_siginterrupt=%s\n", name_of(signal(SIGALRM, two)));
+	show_action("after_signal_interrupting", SIGALRM);
+}
+
+/* What a refused call returns, and errno (a bad pointer crashes inside
+ * glibc bare: it copies the action in user space, so none here). */
+static void show_refused(const char *key, int result)
+{
+	printf("%s=%d errno %d\n", key, result, errno);
+}
+
+static void show_refused_handler(const char *key, __sighandler_t result)
+{
+	printf("%s=%s errno %d\n", key, name_of(result), errno);
+}
+
+static void refused(void)
+{
+	struct sigaction action = { .sa_handler = one };
+
+	errno = 0;
+	show_refused("sigaction_kill", sigaction(SIGKILL, &action, NULL));
+	errno = 0;
+	show_refused("sigaction_zero", sigaction(0, &action, NULL));
+	errno = 0;
+	show_refused("sigaction_65", sigaction(65, &action, NULL));
+	errno = 0;
+	show_refused("sigaction_32", sigaction(32, &action, NULL));
+	errno = 0;
+	show_refused_handler("signal_stop", signal(SIGSTOP, one));
+	errno = 0;
+	show_refused_handler("signal_err", signal(SIGUSR1, SIG_ERR));
+	show_action("after_refused", SIGUSR1);
+}
+
+static void saved_and_restored(void)
+{
+	signal(SIGQUIT, two);
+	printf("system=%d\n", system("exit 3") >> 8);
+	show_action("after_system", SIGQUIT);
+	fflush(stdout);
+	pid_t child = fork();
+	if (child == 0) {
+		calls = 0;
+		raise(SIGQUIT);
+		printf("child_ran=%d signal %d\n", (int)calls, (int)last_signal);
+		show_action("child_action", SIGQUIT);
+		printf("child_signal=%s\n", name_of(signal(SIGQUIT, one)));
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(child, NULL, 0);
+	show_action("parent_after_child", SIGQUIT);
+}
+
+/* ---- handlers inside waits ---- */
+static sem_t semaphore;
+static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t condition = PTHREAD_COND_INITIALIZER;
+static volatile int ready, done;
+static sigjmp_buf jump_back;
+static volatile sig_atomic_t handled;
+
+static void counting(int signal_number)
+{
+	(void)signal_number;
+	handled++;
+}
+
+static void sleeping(int signal_number)
+{
+	struct timespec pause_time = { 0, 2000000 };
+
+	(void)signal_number;
+	nanosleep(&pause_time, NULL);
+	handled++;
+}
+
+static void jumping(int signal_number)
+{
+	(void)signal_number;
+	siglongjmp(jump_back, 7);
+}
+
+static void exiting(int signal_number)
+{
+	(void)signal_number;
+	pthread_exit((void *)(long)99);
+}
+
+static void wait_ready(void)
+{
+	struct timespec tick = { 0, 1000000 };
+
+	while (!__atomic_load_n(&ready, __ATOMIC_SEQ_CST))
+		nanosleep(&tick, NULL);
+	/* Well inside the wait. */
+	tick.tv_nsec = 20000000;
+	nanosleep(&tick, NULL);
+}
+
+static void *sem_waiter(void *argument)
+{
+	(void)argument;
+	__atomic_store_n(&ready, 1, __ATOMIC_SEQ_CST);
+	int result = sem_wait(&semaphore);
+	int failure = errno;
+	int again = sem_wait(&semaphore);
+	printf("sem_wait=%d errno %d then %d handled %d\n", result, failure, again, (int)handled);
+	return NULL;
+}
+
+static void *cond_waiter(void *argument)
+{
+	(void)argument;
+	pthread_mutex_lock(&mutex);
+	__atomic_store_n(&ready, 1, __ATOMIC_SEQ_CST);
+	while (!done)
+		pthread_cond_wait(&condition, &mutex);
+	pthread_mutex_unlock(&mutex);
+	printf("cond_wait_done handled %d\n", (int)handled);
+	return NULL;
+}
+
+static void *jump_waiter(void *argument)
+{
+	(void)argument;
+	int landed = sigsetjmp(jump_back, 1);
+	if (landed == 0) {
+		__atomic_store_n(&ready, 1, __ATOMIC_SEQ_CST);
+		sem_wait(&semaphore);
+		printf("jump_waiter=not jumped\n");
+		return NULL;
+	}
+	printf("jump_waiter=landed %d\n", landed);
+	return NULL;
+}
+
+static void *exit_waiter(void *argument)
+{
+	(void)argument;
+	__atomic_store_n(&ready, 1, __ATOMIC_SEQ_CST);
+	sem_wait(&semaphore);
+	return (void *)(long)1;
+}
+
+static void run_waiter(const char *name, void *(*body)(void *), void (*handler)(int), int flags, void (*after)(void))
+{
+	struct sigaction action = { .sa_handler = handler, .sa_flags = flags };
+	pthread_t thread;
+	void *result = NULL;
+
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGUSR1, &action, NULL);
+	ready = 0;
+	done = 0;
+	handled = 0;
+	sem_init(&semaphore, 0, 0);
+	pthread_create(&thread, NULL, body, NULL);
+	wait_ready();
+	pthread_kill(thread, SIGUSR1);
+	wait_ready();
+	if (after)
+		after();
+	pthread_join(thread, &result);
+	printf("%s_joined=%ld\n", name, (long)result);
+	sem_destroy(&semaphore);
+}
+
+/* Two: the first wait may have been restarted rather than cut short. */
+static void post(void)
+{
+	sem_post(&semaphore);
+	sem_post(&semaphore);
+}
+
+static void signal_condition(void)
+{
+	pthread_mutex_lock(&mutex);
+	done = 1;
+	pthread_cond_signal(&condition);
+	pthread_mutex_unlock(&mutex);
+}
+
+static void handlers_in_waits(void)
+{
+	run_waiter("sem_eintr", sem_waiter, counting, 0, post);
+	run_waiter("sem_restart", sem_waiter, sleeping, SA_RESTART, post);
+	run_waiter("cond", cond_waiter, sleeping, SA_RESTART, signal_condition);
+	run_waiter("jump", jump_waiter, jumping, 0, NULL);
+	run_waiter("exit", exit_waiter, exiting, 0, NULL);
+	/* The nanosleep a handler interrupts: EINTR and what was left. */
+	struct sigaction action = { .sa_handler = counting };
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGALRM, &action, NULL);
+	struct itimerspec in = { .it_value = { 0, 20000000 } };
+	timer_t timer;
+	struct sigevent event = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM };
+	timer_create(CLOCK_MONOTONIC, &event, &timer);
+	timer_settime(timer, 0, &in, NULL);
+	struct timespec long_sleep = { 5, 0 }, left = { 0, 0 };
+	int slept = nanosleep(&long_sleep, &left);
+	int failure = errno;
+	printf("nanosleep=%d errno %d left_over_4s %d handled %d\n", slept, failure, left.tv_sec >= 4, (int)handled);
+	timer_delete(timer);
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	readback();
+	one_shot_and_nesting();
+	the_signal_calls();
+	refused();
+	saved_and_restored();
+	handlers_in_waits();
+	return 0;
+}
