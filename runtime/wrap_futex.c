@@ -293,6 +293,10 @@ __attribute__((used)) long tdshim_syscall_entry(long number, ...)
 #if defined(__x86_64__)
 #define TDSHIM_STRING_(x) #x
 #define TDSHIM_STRING(x) TDSHIM_STRING_(x)
+_Static_assert(SYS_futex > SYS_exit && SYS_futex_waitv > SYS_exit && SYS_seccomp > SYS_exit && SYS_prctl > SYS_exit &&
+		       SYS_sched_setscheduler > SYS_exit && SYS_sched_setattr > SYS_exit,
+	       "syscall()'s first compare: SYS_exit is the lowest number watched");
+
 /* syscall(): the number is in %rdi; the tracked ones go to the tracked
  * entry, every other call while tdshim_real_syscall is unset to the C
  * entry (same registers, same stack, so the same arguments and return
@@ -304,6 +308,10 @@ __asm__(".text\n"
 	"syscall:\n"
 	".cfi_startproc\n"
 	"\tendbr64\n"
+	/* Below the lowest watched number (SYS_exit, 60): most calls,
+	 * read, write, getpid among them, go on at once. */
+	"\tcmpq $" TDSHIM_STRING(SYS_exit) ", %rdi\n"
+	"\tjb 3f\n"
 	"\tcmpq $" TDSHIM_STRING(SYS_futex) ", %rdi\n"
 	"\tje 2f\n"
 	"\tcmpq $" TDSHIM_STRING(SYS_futex_waitv) ", %rdi\n"
@@ -318,7 +326,7 @@ __asm__(".text\n"
 	"\tje 2f\n"
 	"\tcmpq $" TDSHIM_STRING(SYS_sched_setattr) ", %rdi\n"
 	"\tje 2f\n"
-	"\tmovq tdshim_real_syscall(%rip), %rax\n"
+	"3:\tmovq tdshim_real_syscall(%rip), %rax\n"
 	"\ttestq %rax, %rax\n"
 	"\tjz 1f\n"
 	"\tjmp *%rax\n"
