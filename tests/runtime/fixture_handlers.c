@@ -7,7 +7,12 @@
  * siginterrupt, system()'s save and restore, a fork child, refused calls,
  * and handlers that interrupt waits: returning (EINTR or restarted),
  * waiting themselves, jumping out, ending the thread.
- * usage: rt_handlers
+ * usage: rt_handlers [seccomp-mask|seccomp-vfork|fifo]
+ * The modes, each in a process of its own (a seccomp filter stays): a
+ * filter that kills on rt_sigprocmask, then handlers installed; a vfork
+ * child that installs a handler under a filter; two SCHED_FIFO threads
+ * on one CPU changing actions (root only, else "fifo=skipped").
+ * helper-68's breaks of 90753b7 are the extra scenarios here.
  */
 #define _GNU_SOURCE
 /* sigset() and siginterrupt(), deprecated, are what is tested. */
@@ -15,6 +20,7 @@
 /* One structure as both actions is what is tested too. */
 #pragma GCC diagnostic ignored "-Wrestrict"
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <setjmp.h>
@@ -22,6 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -396,14 +408,383 @@ static void handlers_in_waits(void)
 	timer_delete(timer);
 }
 
-int main(void)
+
+/* ---- helper-68's breaks ---- */
+static sigjmp_buf fault_back;
+
+static void fault_handler(int signal_number)
+{
+	(void)signal_number;
+	siglongjmp(fault_back, 1);
+}
+
+/* An old action that cannot be written: glibc faults writing it, and a
+ * SIGSEGV handler that jumps out recovers (the shim blocked SIGSEGV
+ * there and the process died). */
+static void unwritable_old(void)
+{
+	struct sigaction recover = { .sa_handler = fault_handler }, action = { .sa_handler = one };
+	void *read_only = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	sigemptyset(&recover.sa_mask);
+	sigaction(SIGSEGV, &recover, NULL);
+	sigemptyset(&action.sa_mask);
+	if (sigsetjmp(fault_back, 1) == 0)
+		printf("unwritable_old=returned %d\n", sigaction(SIGUSR1, &action, (struct sigaction *)read_only));
+	else
+		printf("unwritable_old=faulted\n");
+	show_action("after_unwritable_old", SIGUSR1);
+	signal(SIGSEGV, SIG_DFL);
+	munmap(read_only, 4096);
+}
+
+/* A handler of a few bytes on the smallest alternate stack, run inside a
+ * nanosleep: the shim's lift overflowed it into the program's data. */
+static volatile sig_atomic_t small_ran;
+
+static void small_handler(int signal_number)
+{
+	(void)signal_number;
+	small_ran = 1;
+}
+
+static void smallest_alternate_stack(void)
+{
+	size_t size = (size_t)sysconf(_SC_MINSIGSTKSZ), page = 4096;
+	unsigned char *memory = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	stack_t alternate = { .ss_sp = memory + page, .ss_size = size }, none = { .ss_flags = SS_DISABLE };
+	struct sigaction action = { .sa_handler = small_handler, .sa_flags = SA_ONSTACK };
+	struct sigevent event = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM };
+	struct itimerspec in = { .it_value = { 0, 20000000 } };
+	struct timespec pause_time = { 0, 100000000 };
+	timer_t timer;
+	int overwritten = 0;
+
+	memset(memory, 0xAA, page);
+	sigaltstack(&alternate, NULL);
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGALRM, &action, NULL);
+	timer_create(CLOCK_MONOTONIC, &event, &timer);
+	timer_settime(timer, 0, &in, NULL);
+	nanosleep(&pause_time, NULL);
+	timer_delete(timer);
+	sigaltstack(&none, NULL);
+	for (size_t i = 0; i < page; i++)
+		overwritten += memory[i] != 0xAA;
+	printf("smallest_alternate_stack=ran %d overwritten %d\n", (int)small_ran, overwritten);
+	munmap(memory, 3 * page);
+}
+
+/* Two threads swapping one signal's handler, through signal() and
+ * sigaction(): each handler installed comes back once as an old one. */
+#define SWAPS 20000
+static void swap_a(int signal_number)
+{
+	(void)signal_number;
+}
+
+static void swap_b(int signal_number)
+{
+	(void)signal_number;
+}
+
+static void swap_c(int signal_number)
+{
+	(void)signal_number;
+}
+
+static void swap_d(int signal_number)
+{
+	(void)signal_number;
+}
+
+static void (*const swapped[4])(int) = { swap_a, swap_b, swap_c, swap_d };
+static long swap_returned[5];
+static pthread_barrier_t swap_start;
+
+static void count_returned(void (*handler)(int))
+{
+	int at = 4;
+
+	for (int i = 0; i < 4; i++)
+		if (handler == swapped[i])
+			at = i;
+	__atomic_add_fetch(&swap_returned[at], 1, __ATOMIC_SEQ_CST);
+}
+
+static void *swap_by_signal(void *argument)
+{
+	(void)argument;
+	pthread_barrier_wait(&swap_start);
+	for (int i = 0; i < SWAPS; i++)
+		count_returned(signal(SIGUSR2, swapped[i & 1]));
+	return NULL;
+}
+
+static void *swap_by_sigaction(void *argument)
+{
+	(void)argument;
+	pthread_barrier_wait(&swap_start);
+	for (int i = 0; i < SWAPS; i++) {
+		struct sigaction action = { .sa_handler = swapped[2 + (i & 1)] }, old;
+
+		sigemptyset(&action.sa_mask);
+		sigaction(SIGUSR2, &action, &old);
+		count_returned(old.sa_handler);
+	}
+	return NULL;
+}
+
+static void concurrent_swaps(void)
+{
+	pthread_t first, second;
+	struct sigaction last;
+
+	signal(SIGUSR2, SIG_DFL);
+	pthread_barrier_init(&swap_start, NULL, 2);
+	pthread_create(&first, NULL, swap_by_signal, NULL);
+	pthread_create(&second, NULL, swap_by_sigaction, NULL);
+	pthread_join(first, NULL);
+	pthread_join(second, NULL);
+	sigaction(SIGUSR2, NULL, &last);
+	count_returned(last.sa_handler);
+	bool balanced = swap_returned[4] == 1;
+	for (int i = 0; i < 4; i++)
+		balanced = balanced && swap_returned[i] == SWAPS / 2;
+	printf("concurrent_swaps=%s\n", balanced ? "balanced" : "unbalanced");
+	signal(SIGUSR2, SIG_DFL);
+}
+
+/* One thread swaps an action between two masks while another takes a
+ * storm of the signal: a handler never runs under the other's mask. */
+static volatile long under_other_mask;
+static volatile int storm_stop;
+
+static void masked_a(int signal_number)
+{
+	(void)signal_number;
+}
+
+static void masked_b(int signal_number)
+{
+	sigset_t now;
+
+	(void)signal_number;
+	pthread_sigmask(SIG_SETMASK, NULL, &now);
+	if (sigismember(&now, SIGTERM))
+		under_other_mask++;
+}
+
+static void *swap_masks(void *argument)
+{
+	struct sigaction a = { .sa_handler = masked_a }, b = { .sa_handler = masked_b };
+	sigset_t all;
+
+	(void)argument;
+	sigemptyset(&a.sa_mask);
+	sigaddset(&a.sa_mask, SIGTERM);
+	sigemptyset(&b.sa_mask);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	while (!storm_stop) {
+		sigaction(SIGUSR2, &a, NULL);
+		sigaction(SIGUSR2, &b, NULL);
+	}
+	return NULL;
+}
+
+static void *take_storm(void *argument)
+{
+	(void)argument;
+	while (!storm_stop)
+		;
+	return NULL;
+}
+
+static void masks_follow_handlers(void)
+{
+	pthread_t swapper, receiver;
+	sigset_t all, saved;
+	struct sigaction first = { .sa_handler = masked_a };
+
+	/* A handler before the first signal (the default action ends the
+	 * process). */
+	sigemptyset(&first.sa_mask);
+	sigaction(SIGUSR2, &first, NULL);
+	pthread_create(&receiver, NULL, take_storm, NULL);
+	pthread_create(&swapper, NULL, swap_masks, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &saved);
+	for (long i = 0; i < 100000; i++)
+		pthread_kill(receiver, SIGUSR2);
+	storm_stop = 1;
+	pthread_join(swapper, NULL);
+	pthread_join(receiver, NULL);
+	signal(SIGUSR2, SIG_IGN);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	signal(SIGUSR2, SIG_DFL);
+	printf("under_other_mask=%ld\n", under_other_mask);
+}
+
+/* A thread in asynchronous cancellation inside sigaction, cancelled:
+ * the next sigaction of another thread still returns. */
+static void *install_forever(void *argument)
+{
+	struct sigaction action = { .sa_handler = one };
+
+	(void)argument;
+	sigemptyset(&action.sa_mask);
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+	for (;;)
+		sigaction(SIGUSR1, &action, NULL);
+	return NULL;
+}
+
+static void cancelled_inside(void)
+{
+	struct sigaction action = { .sa_handler = two };
+
+	sigemptyset(&action.sa_mask);
+	for (int i = 0; i < 40; i++) {
+		pthread_t thread;
+
+		pthread_create(&thread, NULL, install_forever, NULL);
+		usleep(200);
+		pthread_cancel(thread);
+		pthread_join(thread, NULL);
+		sigaction(SIGUSR2, &action, NULL);
+	}
+	printf("cancelled_inside=ok\n");
+	signal(SIGUSR2, SIG_DFL);
+}
+
+static int install_filter(bool kill_sigprocmask)
+{
+	struct sock_filter allow_all[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+	struct sock_filter no_mask[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_sigprocmask, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog program = kill_sigprocmask ? (struct sock_fprog){ 4, no_mask } : (struct sock_fprog){ 1, allow_all };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+		printf("filter=refused %d\n", errno);
+		return 1;
+	}
+	return 0;
+}
+
+/* A filter that kills on rt_sigprocmask: handlers still go in. */
+static int seccomp_mask(void)
+{
+	struct sigaction action = { .sa_handler = one };
+
+	if (install_filter(true))
+		return 0;
+	sigemptyset(&action.sa_mask);
+	printf("sigaction=%d\n", sigaction(SIGUSR1, &action, NULL));
+	printf("signal=%s\n", name_of(signal(SIGUSR2, two)));
+	kill(getpid(), SIGUSR1);
+	kill(getpid(), SIGUSR2);
+	printf("ran=%d signal %d\n", (int)calls, (int)last_signal);
+	return 0;
+}
+
+/* Under a filter (no vfork check by system call), a vfork child's handler
+ * is its own: its parent's stays. */
+static int seccomp_vfork(void)
+{
+	struct sigaction parents = { .sa_handler = one };
+
+	if (install_filter(false))
+		return 0;
+	sigemptyset(&parents.sa_mask);
+	sigaction(SIGUSR1, &parents, NULL);
+	pid_t child = vfork();
+	if (child == 0) {
+		struct sigaction childs = { .sa_handler = two };
+
+		sigemptyset(&childs.sa_mask);
+		sigaction(SIGUSR1, &childs, NULL);
+		_exit(0);
+	}
+	waitpid(child, NULL, 0);
+	raise(SIGUSR1);
+	printf("parent_ran=signal %d\n", (int)last_signal);
+	show_action("parent_action", SIGUSR1);
+	return 0;
+}
+
+/* Two SCHED_FIFO threads on one CPU changing actions: the higher one
+ * spun for good on the lock the lower one held. */
+static volatile int fifo_stop;
+
+static bool fifo_on_cpu_0(int priority)
+{
+	cpu_set_t cpus;
+	struct sched_param parameter = { .sched_priority = priority };
+
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameter) == 0;
+}
+
+static void *fifo_low(void *argument)
+{
+	struct sigaction action = { .sa_handler = one };
+
+	(void)argument;
+	sigemptyset(&action.sa_mask);
+	fifo_on_cpu_0(1);
+	while (!fifo_stop)
+		sigaction(SIGUSR1, &action, NULL);
+	return NULL;
+}
+
+static int fifo(void)
+{
+	struct sigaction action = { .sa_handler = two };
+	struct timespec tick = { 0, 100000 };
+	pthread_t low;
+
+	if (!fifo_on_cpu_0(2)) {
+		printf("fifo=skipped\n");
+		return 0;
+	}
+	pthread_create(&low, NULL, fifo_low, NULL);
+	sigemptyset(&action.sa_mask);
+	for (int i = 0; i < 1000; i++) {
+		nanosleep(&tick, NULL);
+		sigaction(SIGUSR2, &action, NULL);
+	}
+	fifo_stop = 1;
+	pthread_join(low, NULL);
+	printf("fifo=done\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1 && !strcmp(argv[1], "seccomp-mask"))
+		return seccomp_mask();
+	if (argc > 1 && !strcmp(argv[1], "seccomp-vfork"))
+		return seccomp_vfork();
+	if (argc > 1 && !strcmp(argv[1], "fifo"))
+		return fifo();
 	readback();
 	one_shot_and_nesting();
 	the_signal_calls();
 	refused();
 	saved_and_restored();
 	handlers_in_waits();
+	unwritable_old();
+	smallest_alternate_stack();
+	concurrent_swaps();
+	masks_follow_handlers();
+	cancelled_inside();
 	return 0;
 }

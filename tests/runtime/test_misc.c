@@ -410,17 +410,31 @@ Test(marks, follow_every_record_at_rest)
 }
 
 /* Signal handlers as the program sees them, bare and under the shim: the
- * shim puts a trampoline of its own in the kernel's actions
- * (runtime/wrap_handler.c), and nothing of it may show, in what the
+ * shim puts trampolines of its own in the kernel's actions
+ * (runtime/wrap_handler.c), and nothing of them may show, in what the
  * calls return and read back or in how the handlers run, in and out of
- * waits (fixture_handlers.c). */
-Test(lifecycle, signal_handlers_look_and_run_as_without_the_shim)
+ * waits (fixture_handlers.c, with helper-68's breaks of 90753b7: a
+ * recovered fault in sigaction's old action, the smallest alternate
+ * stack, concurrent swaps, masks that follow their handlers, an
+ * asynchronous cancel inside sigaction; each failed on that shim). */
+static void expect_as_bare(const char *mode, struct rt_output *bare_out)
 {
 	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
-	struct rt_output bare = rt_run_preloaded("rt_handlers", NULL, env, NULL);
-	struct rt_output shim = rt_run("rt_handlers", NULL, env);
+	const char *args[] = { mode, NULL };
+	struct rt_output bare = rt_run_preloaded("rt_handlers", mode ? args : NULL, env, NULL);
+	struct rt_output shim = rt_run("rt_handlers", mode ? args : NULL, env);
 
-	cr_expect_str_eq(shim.text, bare.text, "under the shim:\n%s\nbare:\n%s", shim.text, bare.text);
+	cr_expect_str_eq(shim.text, bare.text, "%s: under the shim:\n%s\nbare:\n%s", mode ? mode : "(default)",
+			 shim.text, bare.text);
+	rt_free(&shim);
+	*bare_out = bare;
+}
+
+Test(lifecycle, signal_handlers_look_and_run_as_without_the_shim)
+{
+	struct rt_output bare;
+
+	expect_as_bare(NULL, &bare);
 	/* And the bare run did what the fixture means (a fixture that broke
 	 * both ways would compare equal). */
 	rt_expect_string(&bare, "old_before_two", "one flags 0x14000000");
@@ -428,6 +442,27 @@ Test(lifecycle, signal_handlers_look_and_run_as_without_the_shim)
 	rt_expect_string(&bare, "resethand_after", "SIG_DFL flags 0x84000000 usr2 0 term 0");
 	rt_expect_string(&bare, "jump_waiter", "landed 7");
 	rt_expect_string(&bare, "exit_joined", "99");
+	rt_expect_string(&bare, "unwritable_old", "faulted");
+	rt_expect_string(&bare, "smallest_alternate_stack", "ran 1 overwritten 0");
+	rt_expect_string(&bare, "concurrent_swaps", "balanced");
+	rt_expect_string(&bare, "under_other_mask", "0");
 	rt_free(&bare);
-	rt_free(&shim);
+}
+
+/* 90753b7's shim: killed by a filter that forbids rt_sigprocmask (its
+ * lock blocked every signal); a vfork child's handler replaced its
+ * parent's under a filter; two SCHED_FIFO threads on one CPU spun for
+ * good on its lock. */
+Test(lifecycle, signal_handlers_under_a_filter_and_in_real_time_as_without_the_shim)
+{
+	struct rt_output bare;
+
+	expect_as_bare("seccomp-mask", &bare);
+	rt_expect_string(&bare, "ran", "2 signal -12");
+	rt_free(&bare);
+	expect_as_bare("seccomp-vfork", &bare);
+	rt_expect_string(&bare, "parent_ran", "signal 10");
+	rt_free(&bare);
+	expect_as_bare("fifo", &bare);
+	rt_free(&bare);
 }
