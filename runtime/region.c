@@ -403,7 +403,6 @@ static void after_fork_in_child(void)
 	bool was_enabled = header->control.window_end_ns == TDSTAT_WINDOW_OPEN;
 
 	tdshim_sched_after_fork();
-	tdshim_handlers_after_fork();
 	tdshim_slots_reset_after_fork();
 	tdshim_sync_after_fork();
 	header->status.pid = getpid();

@@ -468,8 +468,6 @@ void tdshim_handler_leave(struct tdshim_lift *lift);
 /* Whether the caller is the thread whose TLS it sees (not a vfork child:
  * thread.c). */
 bool tdshim_caller_owns_tls(void);
-/* In a fork child: no thread is changing an action (wrap_handler.c). */
-void tdshim_handlers_after_fork(void);
 
 /* A scope for a wait of `kind` on `object`, woken through the stamps of
  * `object` (and of `second_key`, or NULL), called from `site`. */

@@ -8,123 +8,112 @@
  * a thread whose handler spun inside its waits read 0.16-0.30 of its
  * kernel figures).
  *
- * The kernel gets the shim's trampoline in place of the program's
- * function, with the program's flags, mask and everything else as given;
- * the function goes into a table by signal, which the trampoline calls
- * with the kernel's three arguments (on x86-64 the kernel passes the
- * siginfo and the context in registers also without SA_SIGINFO, and a
+ * The kernel gets one of the shim's trampolines in place of the
+ * program's function, with the program's flags, mask and everything else
+ * as given; the function goes into that trampoline's table, which it
+ * calls with the kernel's three arguments (on x86-64 the kernel passes
+ * the siginfo and the context in registers also without SA_SIGINFO, and a
  * handler of one argument ignores the others).  What the program reads
  * back (sigaction's old action, signal()'s and sigset()'s result) is its
  * own function again.  SIG_DFL and SIG_IGN go to the kernel as they are.
  *
- * signal(), sysv_signal() and sigset() run for real (their flags and
- * siginterrupt()'s set are libc's own), then the handler they installed
- * is replaced by the trampoline the same way: a signal that arrives
- * between the two runs the program's function directly, counted in the
- * wait as before.  siginterrupt(), and glibc's own save-and-restore of an
- * action (system(), posix_spawn), read the kernel's action and write it
- * back: the trampoline stays, and so does the table.
- *
- * Changes of one process's actions go one at a time (a lock, taken with
- * every signal blocked on the taking thread, so that no handler of its
- * own waits for it): the table and the kernel change together, and an
- * old action read back matches the table.  The table is written before
- * the kernel gets the trampoline, so a signal never finds an empty
- * entry.  A vfork child (its parent's memory, its own actions) installs
- * the program's function as it is and leaves the table alone.
+ * signal(), sysv_signal() and sigset() are glibc's semantics written
+ * again through the sigaction here (glibc's go through its internal one);
+ * siginterrupt() is interposed to keep its set for signal().  glibc's
+ * own save-and-restore of an action (system(), siginterrupt()) reads the
+ * kernel's action and writes it back: the trampoline stays, and so does
+ * its table's entry.  Nothing here calls a function the program may
+ * define itself (sigemptyset, sigprocmask, ...: helper-69's program had
+ * its own pthread_sigmask, which called sigaction).
  *
  * Not seen: a handler installed by a raw rt_sigaction system call, or
  * before the shim started (a constructor that ran before the shim's).
- * Those run as they did, counted in the wait they interrupt.
+ * Those run as they did, counted in the wait they interrupt; so does an
+ * action a raw system call copied from one signal to another (its
+ * trampoline has no entry for that signal: the signal is dropped, and
+ * reads back as SIG_DFL).
  */
 #include <string.h>
-#include <linux/futex.h>
 #include <ucontext.h>
 
 #include "shim.h"
 
 /*
- * Two trampolines, each with a table of the program's functions by
- * signal.  An installation writes the function into the table of the
- * trampoline the kernel does not have for that signal (the kernel's
- * action, read first, says which one it has), then gives the kernel that
- * trampoline: a signal delivered under the old action still runs the old
- * function, with the old action's mask and flags, and an action read
- * back names its own function.  An entry is written again only by the
- * installation after next.  A vfork child (its parent's memory, its own
- * actions) writes the entry its own actions do not use, which its
- * parent's do not either, unless another thread of the parent changed the
- * same signal's action since the vfork.
+ * Sixteen trampolines, each with a table of the program's functions by
+ * signal.  Each installation of a signal's handler takes the next
+ * trampoline of that signal in turn (an atomic count per signal), passing
+ * over those whose installation is still under way, writes its table,
+ * then gives the kernel that trampoline: a signal delivered under an
+ * earlier action runs that action's function (with that action's mask and
+ * flags), and an action read back (sigaction's old action, or what
+ * glibc's system() saved and puts back) names its own function, until
+ * fifteen later installations of the same signal have come round to its
+ * entry again.  No lock: two installations at once take different
+ * entries, and the kernel's action is whichever came last, as without the
+ * shim.  A vfork child (its parent's memory, its own actions) takes
+ * entries of its own the same way.  An entry whose installation never
+ * ended (a thread killed or jumped out of inside it) stays taken: with
+ * all sixteen taken, a handler goes to the kernel as it is, unwrapped
+ * (counted in the wait it interrupts, as before the shim wrapped any).
+ * What is left: a signal delivered under an action whose entry fifteen
+ * later installations of that signal wrote over before its trampoline
+ * read it (a thread preempted right at its handler's start while another
+ * changes the action in a loop).
+ *
+ * helper-68 and helper-69 broke two earlier forms: one table looked up
+ * when the handler ran (a new function ran under the old action's mask);
+ * two tables chosen by the kernel's current action and a lock around each
+ * change (SIG_DFL in between, as SA_RESETHAND and system() leave, sent
+ * two installations to one entry; a vfork child's second installation
+ * wrote its parent's; the lock, held across a system call, hung a program
+ * whose handler jumped out of it under a seccomp filter, or whose vfork
+ * child was killed inside it).
  */
-static void trampoline_0(int signal_number, siginfo_t *info, void *context);
-static void trampoline_1(int signal_number, siginfo_t *info, void *context);
+#define TRAMPOLINES 16u
 typedef void (*tdshim_action_fn)(int, siginfo_t *, void *);
-static const tdshim_action_fn trampolines[2] = { trampoline_0, trampoline_1 };
-static void *program_handlers[2][_NSIG];
+static void *program_handlers[TRAMPOLINES][_NSIG];
+static unsigned int installations[_NSIG];
+/*
+ * Entries in use, by signal, four bits a trampoline: 8 while an
+ * installation that took it is under way, plus up to 7 readers of an old
+ * action (an installation's or a query's read-back).  The turn passes
+ * over an entry in use: an installation that took its entry, or read the
+ * kernel's action, then waited for a CPU while fifteen others went round
+ * would find that entry written over (helper-69's concurrent signal() and
+ * sigaction() returned old handlers that did not add up).
+ */
+#define ENTRY_INSTALLING UINT64_C(8)
+#define ENTRY_READERS_MAX UINT64_C(7)
+static uint64_t entries_in_use[_NSIG];
+
+static bool take_entry(int signal_number, unsigned int slot, bool reader)
+{
+	unsigned int shift = 4 * slot;
+	uint64_t word = CMM_LOAD_SHARED(entries_in_use[signal_number]);
+
+	for (;;) {
+		uint64_t held = (word >> shift) & 15;
+
+		if (reader ? (held & ENTRY_READERS_MAX) == ENTRY_READERS_MAX : held != 0)
+			return false;
+		uint64_t next = word + ((reader ? UINT64_C(1) : ENTRY_INSTALLING) << shift);
+		uint64_t seen = uatomic_cmpxchg(&entries_in_use[signal_number], word, next);
+
+		if (seen == word)
+			return true;
+		word = seen;
+	}
+}
+
+static void drop_entry(int signal_number, unsigned int slot, bool reader)
+{
+	uatomic_sub(&entries_in_use[signal_number], (reader ? UINT64_C(1) : ENTRY_INSTALLING) << (4 * slot));
+}
+static const tdshim_action_fn trampolines[TRAMPOLINES];
 
 /* siginterrupt()'s signals, which signal() installs without SA_RESTART
  * (glibc's own set, kept the same way). */
 static uint64_t interrupting[(_NSIG + 63) / 64];
-
-/*
- * Changes of the process's actions go one at a time: a lock (a futex
- * word: a waiter sleeps, so a real-time thread never spins on a holder
- * it preempted), taken with every signal blocked on the taking thread
- * (not in a seccomp sandbox: the mask is a system call) and its
- * cancellation deferred (an asynchronous one cannot be blocked).  Nothing
- * inside may fault: the program's structures are read before and written
- * after.  A handler of the holder that changes an action itself (in a
- * sandbox) goes on without the lock.
- */
-static int actions_lock; /* 0 free, 1 held, 2 held with a waiter */
-static __thread bool holding_actions TDSHIM_TLS;
-
-struct hold {
-	sigset_t mask;
-	int cancel_type;
-	bool nested, masked, cancel_changed;
-};
-
-static void hold_actions(struct hold *hold)
-{
-	sigset_t all;
-
-	hold->nested = holding_actions;
-	if (hold->nested)
-		return;
-	TDSHIM_SAVE_ERRNO();
-	sigfillset(&all);
-	hold->masked = !tdshim_in_sandbox() && pthread_sigmask(SIG_SETMASK, &all, &hold->mask) == 0;
-	/* Deferred, not disabled: glibc's cancellation handler acts on an
-	 * asynchronous cancel whatever the state (cancel_async, helper-68). */
-	hold->cancel_changed = tdshim_real_pthread_setcanceltype &&
-			       tdshim_real_pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &hold->cancel_type) == 0;
-	holding_actions = true;
-	if (uatomic_cmpxchg(&actions_lock, 0, 1) != 0)
-		while (uatomic_xchg(&actions_lock, 2) != 0)
-			tdshim_futex(&actions_lock, FUTEX_WAIT_PRIVATE, 2, NULL);
-	TDSHIM_RESTORE_ERRNO();
-}
-
-static void release_actions(const struct hold *hold)
-{
-	if (hold->nested)
-		return;
-	TDSHIM_SAVE_ERRNO();
-	if (uatomic_xchg(&actions_lock, 0) == 2)
-		tdshim_futex(&actions_lock, FUTEX_WAKE_PRIVATE, 1, NULL);
-	holding_actions = false;
-	if (hold->masked)
-		pthread_sigmask(SIG_SETMASK, &hold->mask, NULL);
-	if (hold->cancel_changed)
-		tdshim_real_pthread_setcanceltype(hold->cancel_type, NULL);
-	TDSHIM_RESTORE_ERRNO();
-}
-
-void tdshim_handlers_after_fork(void)
-{
-	CMM_STORE_SHARED(actions_lock, 0);
-}
 
 /* Signals a program may give a handler: not SIGKILL or SIGSTOP, not the
  * two glibc keeps for itself (its sigaction refuses them). */
@@ -137,9 +126,10 @@ static bool wrappable(int signal_number)
 /* Which trampoline a handler is, or -1. */
 static int slot_of(void (*handler)(int))
 {
-	uintptr_t value = (uintptr_t)handler;
-
-	return value == (uintptr_t)trampoline_0 ? 0 : value == (uintptr_t)trampoline_1 ? 1 : -1;
+	for (unsigned int slot = 0; slot < TRAMPOLINES; slot++)
+		if ((uintptr_t)handler == (uintptr_t)trampolines[slot])
+			return (int)slot;
+	return -1;
 }
 
 /* A function of the program's (not SIG_DFL, SIG_IGN, SIG_ERR, SIG_HOLD
@@ -162,7 +152,6 @@ static int change_action(int (*real)(int, const struct sigaction *, struct sigac
 			 const struct sigaction *action, struct sigaction *old)
 {
 	struct sigaction copy, kernel_old;
-	struct hold hold;
 
 	/* An unreadable action: the real call meets it (glibc reads it in
 	 * user space, as it writes the old one). */
@@ -173,27 +162,53 @@ static int change_action(int (*real)(int, const struct sigaction *, struct sigac
 			old->sa_handler = as_program_sees(old->sa_handler, signal_number);
 		return result;
 	}
-	hold_actions(&hold);
-	if (action && is_function(copy.sa_handler)) {
+	int taken = -1, reading = -1;
+
+	/* The entry of the kernel's action now, which the old action read
+	 * back names (unless another installation lands in between). */
+	if (old) {
 		struct sigaction current;
-		int next = 0;
 
 		TDSHIM_SAVE_ERRNO();
-		if (real(signal_number, NULL, &current) == 0 && slot_of(current.sa_handler) == 0)
-			next = 1;
-		TDSHIM_RESTORE_ERRNO();
-		CMM_STORE_SHARED(program_handlers[next][signal_number], (void *)copy.sa_handler);
-		copy.sa_sigaction = trampolines[next];
-	}
-	int result = real(signal_number, action ? &copy : NULL, &kernel_old);
-	int failure = errno;
-	void (*old_handler)(int) = result == 0 ? as_program_sees(kernel_old.sa_handler, signal_number) : NULL;
+		if (action && real(signal_number, NULL, &current) == 0) {
+			int slot = slot_of(current.sa_handler);
 
-	release_actions(&hold);
-	if (result == 0 && old) {
-		*old = kernel_old;
-		old->sa_handler = old_handler;
+			if (slot >= 0 && take_entry(signal_number, (unsigned int)slot, true))
+				reading = slot;
+		}
+		TDSHIM_RESTORE_ERRNO();
 	}
+	if (action && is_function(copy.sa_handler)) {
+		for (unsigned int tries = 0; tries < 2 * TRAMPOLINES && taken < 0; tries++) {
+			unsigned int slot = (uatomic_add_return(&installations[signal_number], 1) - 1) % TRAMPOLINES;
+
+			if (take_entry(signal_number, slot, false)) {
+				taken = (int)slot;
+				CMM_STORE_SHARED(program_handlers[slot][signal_number], (void *)copy.sa_handler);
+				copy.sa_sigaction = trampolines[slot];
+			}
+		}
+	}
+	/* The old action is written after (the program's structure, which
+	 * may be the new action's too, or unwritable: the fault is then at
+	 * this store, as it is at glibc's). */
+	int result = real(signal_number, action ? &copy : NULL, old ? &kernel_old : NULL);
+	int failure = errno;
+
+	if (result == 0 && old) {
+		int slot = slot_of(kernel_old.sa_handler);
+
+		/* A query: its entry held while it is read. */
+		if (!action && slot >= 0 && take_entry(signal_number, (unsigned int)slot, true))
+			reading = slot;
+		kernel_old.sa_handler = as_program_sees(kernel_old.sa_handler, signal_number);
+	}
+	if (reading >= 0)
+		drop_entry(signal_number, (unsigned int)reading, true);
+	if (taken >= 0)
+		drop_entry(signal_number, (unsigned int)taken, false);
+	if (result == 0 && old)
+		*old = kernel_old;
 	errno = failure;
 	return result;
 }
@@ -249,6 +264,16 @@ static bool is_interrupting(int signal_number)
 	return (CMM_LOAD_SHARED(interrupting[bit / 64]) >> (bit % 64)) & 1;
 }
 
+/* sigset_t by hand: the program may define sigemptyset and the like
+ * itself, and the shim must not call them (helper-69). */
+static void mask_only(sigset_t *mask, int signal_number)
+{
+	memset(mask, 0, sizeof(*mask));
+	if (signal_number > 0)
+		mask->__val[(unsigned int)(signal_number - 1) / (8 * sizeof(mask->__val[0]))] |=
+			1UL << ((unsigned int)(signal_number - 1) % (8 * sizeof(mask->__val[0])));
+}
+
 static __sighandler_t bsd_handler(int signal_number, __sighandler_t handler)
 {
 	sigset_t mask;
@@ -256,8 +281,7 @@ static __sighandler_t bsd_handler(int signal_number, __sighandler_t handler)
 	tdshim_ensure_init();
 	if (bad_signal_call(signal_number, handler))
 		return SIG_ERR;
-	sigemptyset(&mask);
-	sigaddset(&mask, signal_number);
+	mask_only(&mask, signal_number);
 	return install(signal_number, handler, &mask, is_interrupting(signal_number) ? 0 : SA_RESTART);
 }
 
@@ -268,7 +292,7 @@ static __sighandler_t sysv_handler(int signal_number, __sighandler_t handler)
 	tdshim_ensure_init();
 	if (bad_signal_call(signal_number, handler))
 		return SIG_ERR;
-	sigemptyset(&mask);
+	mask_only(&mask, 0);
 	return install(signal_number, handler, &mask, SA_RESETHAND | SA_NODEFER | SA_INTERRUPT);
 }
 
@@ -299,45 +323,62 @@ TDSHIM_EXPORT __sighandler_t __sysv_signal(int signal_number, __sighandler_t han
 	return sysv_handler(signal_number, handler);
 }
 
+/* The calling thread's signal mask changed by `how` with `signal_number`
+ * alone (the kernel's call through libc's syscall(), as glibc's
+ * sigprocmask makes it; not a sigprocmask the program may define):
+ * whether the signal was blocked before, or -1. */
+static int change_own_mask(int how, int signal_number)
+{
+	uint64_t set = UINT64_C(1) << (signal_number - 1), before = 0;
+
+	if (!tdshim_real_syscall) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (tdshim_real_syscall(SYS_rt_sigprocmask, how, (long)&set, (long)&before, (long)sizeof(set)) != 0)
+		return -1;
+	return (int)((before >> (signal_number - 1)) & 1);
+}
+
 TDSHIM_EXPORT __sighandler_t sigset(int signal_number, __sighandler_t disposition)
 {
-	sigset_t set, old_set, empty;
-
 	tdshim_ensure_init();
-	sigemptyset(&set);
-	if (sigaddset(&set, signal_number) < 0)
+	/* glibc's sigaddset's refusals: out of range, or glibc's own. */
+	if (signal_number < 1 || signal_number >= _NSIG || (signal_number >= 32 && signal_number < SIGRTMIN)) {
+		errno = EINVAL;
 		return SIG_ERR;
+	}
 	if (disposition == SIG_HOLD) {
 		struct sigaction old;
+		int blocked = change_own_mask(SIG_BLOCK, signal_number);
 
-		if (sigprocmask(SIG_BLOCK, &set, &old_set) < 0)
+		if (blocked < 0)
 			return SIG_ERR;
-		if (sigismember(&old_set, signal_number))
+		if (blocked)
 			return SIG_HOLD;
-		if (sigaction(signal_number, NULL, &old) < 0)
+		if (!tdshim_real_sigaction || change_action(tdshim_real_sigaction, signal_number, NULL, &old) < 0)
 			return SIG_ERR;
 		return old.sa_handler;
 	}
-	sigemptyset(&empty);
+	sigset_t empty;
+
+	mask_only(&empty, 0);
 	__sighandler_t old_handler = install(signal_number, disposition, &empty, 0);
 	if (old_handler == SIG_ERR)
 		return SIG_ERR;
-	if (sigprocmask(SIG_UNBLOCK, &set, &old_set) < 0)
+	int blocked = change_own_mask(SIG_UNBLOCK, signal_number);
+	if (blocked < 0)
 		return SIG_ERR;
-	return sigismember(&old_set, signal_number) ? SIG_HOLD : old_handler;
+	return blocked ? SIG_HOLD : old_handler;
 }
 
 /* glibc's own, which reads the kernel's action and writes it back with
- * SA_RESTART changed (the trampoline stays), under the lock; and the
- * signal noted for signal() above. */
+ * SA_RESTART changed (the trampoline stays); and the signal noted for
+ * signal() above. */
 TDSHIM_EXPORT int siginterrupt(int signal_number, int interrupt)
 {
-	struct hold hold;
-
 	TDSHIM_REQUIRE_LIBC(siginterrupt);
-	hold_actions(&hold);
 	int result = tdshim_real_siginterrupt(signal_number, interrupt);
-	int failure = errno;
 
 	if (result == 0 && signal_number > 0 && signal_number < _NSIG) {
 		unsigned int bit = (unsigned int)signal_number;
@@ -347,8 +388,6 @@ TDSHIM_EXPORT int siginterrupt(int signal_number, int interrupt)
 		else
 			uatomic_and(&interrupting[bit / 64], ~(UINT64_C(1) << (bit % 64)));
 	}
-	release_actions(&hold);
-	errno = failure;
 	return result;
 }
 
@@ -380,7 +419,7 @@ static bool room_to_lift(const void *context)
  * while it runs.  errno is the handler's business; the shim's own steps
  * leave it as it was.  Not inlined into the two: its frame is the one
  * whose cleanup runs on the way out. */
-static __attribute__((noinline)) void run_handler(int slot, int signal_number, siginfo_t *info, void *context)
+static __attribute__((noinline)) void run_handler(unsigned int slot, int signal_number, siginfo_t *info, void *context)
 {
 	tdshim_action_fn handler = (tdshim_action_fn)CMM_LOAD_SHARED(program_handlers[slot][signal_number]);
 	struct tdshim_lift lift __attribute__((cleanup(tdshim_handler_leave))) = { 0 };
@@ -395,12 +434,30 @@ static __attribute__((noinline)) void run_handler(int slot, int signal_number, s
 	lift.returned = true;
 }
 
-static void trampoline_0(int signal_number, siginfo_t *info, void *context)
-{
-	run_handler(0, signal_number, info, context);
-}
+#define TDSHIM_TRAMPOLINE(slot)                                                       \
+	static void trampoline_##slot(int signal_number, siginfo_t *info, void *context) \
+	{                                                                             \
+		run_handler(slot, signal_number, info, context);                      \
+	}
+TDSHIM_TRAMPOLINE(0)
+TDSHIM_TRAMPOLINE(1)
+TDSHIM_TRAMPOLINE(2)
+TDSHIM_TRAMPOLINE(3)
+TDSHIM_TRAMPOLINE(4)
+TDSHIM_TRAMPOLINE(5)
+TDSHIM_TRAMPOLINE(6)
+TDSHIM_TRAMPOLINE(7)
+TDSHIM_TRAMPOLINE(8)
+TDSHIM_TRAMPOLINE(9)
+TDSHIM_TRAMPOLINE(10)
+TDSHIM_TRAMPOLINE(11)
+TDSHIM_TRAMPOLINE(12)
+TDSHIM_TRAMPOLINE(13)
+TDSHIM_TRAMPOLINE(14)
+TDSHIM_TRAMPOLINE(15)
 
-static void trampoline_1(int signal_number, siginfo_t *info, void *context)
-{
-	run_handler(1, signal_number, info, context);
-}
+static const tdshim_action_fn trampolines[TRAMPOLINES] = {
+	trampoline_0,  trampoline_1,  trampoline_2,  trampoline_3,  trampoline_4,  trampoline_5,
+	trampoline_6,  trampoline_7,  trampoline_8,  trampoline_9,  trampoline_10, trampoline_11,
+	trampoline_12, trampoline_13, trampoline_14, trampoline_15,
+};

@@ -7,7 +7,9 @@
  * siginterrupt, system()'s save and restore, a fork child, refused calls,
  * and handlers that interrupt waits: returning (EINTR or restarted),
  * waiting themselves, jumping out, ending the thread.
- * usage: rt_handlers [seccomp-mask|seccomp-vfork|fifo]
+ * usage: rt_handlers [seccomp-mask|seccomp-vfork|fifo]; rt_handlers_own_mask
+ * (built with RT_OWN_SIGMASK: its own pthread_sigmask, sigprocmask and
+ * sigemptyset, counted)
  * The modes, each in a process of its own (a seccomp filter stays): a
  * filter that kills on rt_sigprocmask, then handlers installed; a vfork
  * child that installs a handler under a filter; two SCHED_FIFO threads
@@ -766,6 +768,90 @@ static int fifo(void)
 	return 0;
 }
 
+/* ---- helper-69's breaks of 600f954 ---- */
+/* A vfork child that installs twice (through SIG_DFL, or two
+ * functions): its parent's handler is still its own. */
+static void vfork_child_installs(bool through_default)
+{
+	signal(SIGUSR1, one);
+	pid_t child = vfork();
+	if (child == 0) {
+		signal(SIGUSR1, through_default ? SIG_DFL : two);
+		signal(SIGUSR1, two);
+		_exit(0);
+	}
+	waitpid(child, NULL, 0);
+	last_signal = 0;
+	raise(SIGUSR1);
+	printf("vfork_child_installs_%s=parent ran %d, reads %s\n", through_default ? "default" : "twice",
+	       (int)last_signal, name_of(signal(SIGUSR1, SIG_DFL)));
+}
+
+/* system() saves SIGINT's action and puts it back; meanwhile a handler
+ * (the command signals this process) installs another for SIGINT. */
+static void install_two_for_sigint(int signal_number)
+{
+	(void)signal_number;
+	signal(SIGINT, two);
+}
+
+static void system_restores(void)
+{
+	signal(SIGINT, one);
+	signal(SIGUSR1, install_two_for_sigint);
+	printf("system_restores_status=%d\n", system("kill -USR1 $PPID; sleep 0.1") >> 8);
+	last_signal = 0;
+	raise(SIGINT);
+	printf("system_restores=ran %d, reads %s\n", (int)last_signal, name_of(signal(SIGINT, SIG_DFL)));
+	signal(SIGUSR1, SIG_DFL);
+}
+
+#ifdef RT_OWN_SIGMASK
+/* This program's own signal-mask functions (a wrapper that logs, a
+ * runtime that tracks masks): glibc's sigaction, signal and sigset never
+ * call them, nor may the shim (helper-69: its pthread_sigmask called
+ * sigaction, and the shim's call of it recursed). */
+static int own_mask_calls;
+
+int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	struct sigaction current;
+
+	own_mask_calls++;
+	sigaction(SIGCHLD, NULL, &current);
+	return syscall(SYS_rt_sigprocmask, how, set, old, 8) < 0 ? errno : 0;
+}
+
+int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	own_mask_calls++;
+	return (int)syscall(SYS_rt_sigprocmask, how, set, old, 8);
+}
+
+int sigemptyset(sigset_t *set)
+{
+	own_mask_calls++;
+	memset(set, 0, sizeof(*set));
+	return 0;
+}
+
+static int own_mask(void)
+{
+	struct sigaction action;
+
+	memset(&action, 0, sizeof(action));
+	action.sa_handler = one;
+	sigaction(SIGUSR1, &action, NULL);
+	signal(SIGUSR2, two);
+	sysv_signal(SIGHUP, one);
+	sigset(SIGWINCH, two);
+	sigset(SIGWINCH, SIG_HOLD);
+	siginterrupt(SIGUSR2, 1);
+	printf("own_mask_calls=%d\n", own_mask_calls);
+	return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -775,6 +861,9 @@ int main(int argc, char **argv)
 		return seccomp_vfork();
 	if (argc > 1 && !strcmp(argv[1], "fifo"))
 		return fifo();
+#ifdef RT_OWN_SIGMASK
+	return own_mask();
+#endif
 	readback();
 	one_shot_and_nesting();
 	the_signal_calls();
@@ -786,5 +875,8 @@ int main(int argc, char **argv)
 	concurrent_swaps();
 	masks_follow_handlers();
 	cancelled_inside();
+	vfork_child_installs(true);
+	vfork_child_installs(false);
+	system_restores();
 	return 0;
 }

@@ -417,17 +417,22 @@ Test(marks, follow_every_record_at_rest)
  * recovered fault in sigaction's old action, the smallest alternate
  * stack, concurrent swaps, masks that follow their handlers, an
  * asynchronous cancel inside sigaction; each failed on that shim). */
-static void expect_as_bare(const char *mode, struct rt_output *bare_out)
+static void expect_program_as_bare(const char *program, const char *mode, struct rt_output *bare_out)
 {
 	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
 	const char *args[] = { mode, NULL };
-	struct rt_output bare = rt_run_preloaded("rt_handlers", mode ? args : NULL, env, NULL);
-	struct rt_output shim = rt_run("rt_handlers", mode ? args : NULL, env);
+	struct rt_output bare = rt_run_preloaded(program, mode ? args : NULL, env, NULL);
+	struct rt_output shim = rt_run(program, mode ? args : NULL, env);
 
 	cr_expect_str_eq(shim.text, bare.text, "%s: under the shim:\n%s\nbare:\n%s", mode ? mode : "(default)",
 			 shim.text, bare.text);
 	rt_free(&shim);
 	*bare_out = bare;
+}
+
+static void expect_as_bare(const char *mode, struct rt_output *bare_out)
+{
+	expect_program_as_bare("rt_handlers", mode, bare_out);
 }
 
 Test(lifecycle, signal_handlers_look_and_run_as_without_the_shim)
@@ -446,6 +451,23 @@ Test(lifecycle, signal_handlers_look_and_run_as_without_the_shim)
 	rt_expect_string(&bare, "smallest_alternate_stack", "ran 1 overwritten 0");
 	rt_expect_string(&bare, "concurrent_swaps", "balanced");
 	rt_expect_string(&bare, "under_other_mask", "0");
+	/* helper-69's breaks of 600f954: a vfork child's second handler
+	 * replaced its parent's, system() put a later handler back. */
+	rt_expect_string(&bare, "vfork_child_installs_default", "parent ran 10, reads one");
+	rt_expect_string(&bare, "vfork_child_installs_twice", "parent ran 10, reads one");
+	rt_expect_string(&bare, "system_restores", "ran 2, reads one");
+	rt_free(&bare);
+}
+
+/* A program with its own pthread_sigmask (which calls sigaction),
+ * sigprocmask and sigemptyset: the shim calls none of them (600f954's
+ * recursed until the stack ran out). */
+Test(lifecycle, signal_handlers_call_no_mask_function_of_the_program)
+{
+	struct rt_output bare;
+
+	expect_program_as_bare("rt_handlers_own_mask", NULL, &bare);
+	rt_expect_string(&bare, "own_mask_calls", "0");
 	rt_free(&bare);
 }
 
