@@ -50,11 +50,14 @@
  * fifteen later installations of the same signal have come round to its
  * entry again.  No lock: two installations at once take different
  * entries, and the kernel's action is whichever came last, as without the
- * shim.  A vfork child (its parent's memory, its own actions) takes
- * entries of its own the same way.  An entry whose installation never
- * ended (a thread killed or jumped out of inside it) stays taken: with
- * all sixteen taken, a handler goes to the kernel as it is, unwrapped
- * (counted in the wait it interrupts, as before the shim wrapped any).
+ * shim.  The entry of the kernel's current action is never taken (LIVE,
+ * below).  A vfork child (its parent's memory, its own actions) installs
+ * the program's function as it is.  An entry whose installation never
+ * ended (a thread killed inside it, or a handler that jumped out of it in
+ * a seccomp sandbox, where signals are not blocked for the change) stays
+ * taken: with all sixteen taken, a handler goes to the kernel as it is,
+ * unwrapped (counted in the wait it interrupts, as before the shim
+ * wrapped any).
  * What is left: a signal delivered under an action whose entry fifteen
  * later installations of that signal wrote over before its trampoline
  * read it (a thread preempted right at its handler's start while another
@@ -74,41 +77,120 @@ typedef void (*tdshim_action_fn)(int, siginfo_t *, void *);
 static void *program_handlers[TRAMPOLINES][_NSIG];
 static unsigned int installations[_NSIG];
 /*
- * Entries in use, by signal, four bits a trampoline: 8 while an
- * installation that took it is under way, plus up to 7 readers of an old
- * action (an installation's or a query's read-back).  The turn passes
- * over an entry in use: an installation that took its entry, or read the
- * kernel's action, then waited for a CPU while fifteen others went round
- * would find that entry written over (helper-69's concurrent signal() and
- * sigaction() returned old handlers that did not add up).
+ * Entries in use, by signal, a byte a trampoline: LIVE while it is the
+ * kernel's action as far as the shim knows (set when its installation
+ * lands, cleared when a later one of the shim's replaces it, or replaces
+ * SIG_DFL or SIG_IGN: a delivery under SA_RESETHAND put that there),
+ * INSTALLING while an installation that took it is under way, plus the
+ * readers of an old action (an installation's or a query's read-back).
+ * The turn passes over an entry in use: one that took its entry, or read
+ * the kernel's action, then waited for a CPU while fifteen others went
+ * round would find that entry written over (helper-69's concurrent
+ * signal() and sigaction()), and so would the kernel's own action after
+ * sixteen refused installations (helper-70).
  */
-#define ENTRY_INSTALLING UINT64_C(8)
-#define ENTRY_READERS_MAX UINT64_C(7)
-static uint64_t entries_in_use[_NSIG];
+#define ENTRY_LIVE UINT64_C(0x80)
+#define ENTRY_INSTALLING UINT64_C(0x40)
+#define ENTRY_READERS UINT64_C(0x3f)
+static uint64_t entries_in_use[_NSIG][TRAMPOLINES / 8];
 
-static bool take_entry(int signal_number, unsigned int slot, bool reader)
+/* One CAS on the byte of `slot`: `change` returns the new byte, or -1
+ * to give up. */
+static bool change_entry(int signal_number, unsigned int slot, int (*change)(uint64_t held))
 {
-	unsigned int shift = 4 * slot;
-	uint64_t word = CMM_LOAD_SHARED(entries_in_use[signal_number]);
+	uint64_t *word = &entries_in_use[signal_number][slot / 8];
+	unsigned int shift = 8 * (slot % 8);
+	uint64_t now = CMM_LOAD_SHARED(*word);
 
 	for (;;) {
-		uint64_t held = (word >> shift) & 15;
+		int next = change((now >> shift) & 0xff);
 
-		if (reader ? (held & ENTRY_READERS_MAX) == ENTRY_READERS_MAX : held != 0)
+		if (next < 0)
 			return false;
-		uint64_t next = word + ((reader ? UINT64_C(1) : ENTRY_INSTALLING) << shift);
-		uint64_t seen = uatomic_cmpxchg(&entries_in_use[signal_number], word, next);
+		uint64_t wanted = (now & ~(UINT64_C(0xff) << shift)) | ((uint64_t)next << shift);
+		uint64_t seen = uatomic_cmpxchg(word, now, wanted);
 
-		if (seen == word)
+		if (seen == now)
 			return true;
-		word = seen;
+		now = seen;
 	}
 }
 
-static void drop_entry(int signal_number, unsigned int slot, bool reader)
+static int take_to_install(uint64_t held)
 {
-	uatomic_sub(&entries_in_use[signal_number], (reader ? UINT64_C(1) : ENTRY_INSTALLING) << (4 * slot));
+	return held ? -1 : (int)ENTRY_INSTALLING;
 }
+
+static int take_to_read(uint64_t held)
+{
+	return (held & ENTRY_READERS) == ENTRY_READERS ? -1 : (int)(held + 1);
+}
+
+static int drop_reader(uint64_t held)
+{
+	return held & ENTRY_READERS ? (int)(held - 1) : -1;
+}
+
+static int installed(uint64_t held)
+{
+	return (int)((held & ~ENTRY_INSTALLING) | ENTRY_LIVE);
+}
+
+static int refused(uint64_t held)
+{
+	return (int)(held & ~ENTRY_INSTALLING);
+}
+
+static int replaced(uint64_t held)
+{
+	return held & ENTRY_LIVE ? (int)(held & ~ENTRY_LIVE) : -1;
+}
+
+/* The kernel's action before an installation of the shim's was not one
+ * of its trampolines (SIG_DFL after SA_RESETHAND's delivery, SIG_IGN,
+ * a function): no entry but `kept` (the new one) is the kernel's. */
+static void none_live_but(int signal_number, int kept)
+{
+	for (unsigned int slot = 0; slot < TRAMPOLINES; slot++)
+		if ((int)slot != kept)
+			change_entry(signal_number, slot, replaced);
+}
+
+/*
+ * No signal handler of this thread may run while it holds an entry (a
+ * jump out of the handler left the entry taken for good: helper-70's
+ * SIGALRM handler that jumped out of a signal() loop took all sixteen in
+ * 32-77 jumps): every signal is blocked for the change, through libc's
+ * syscall() (not a pthread_sigmask the program may define), except in a
+ * seccomp sandbox, where it is a system call a filter may kill on.
+ */
+struct hold {
+	uint64_t mask;
+	bool masked;
+};
+
+static void hold_signals(struct hold *hold)
+{
+	uint64_t all = ~UINT64_C(0);
+
+	hold->masked = false;
+	if (tdshim_in_sandbox() || !tdshim_real_syscall)
+		return;
+	TDSHIM_SAVE_ERRNO();
+	hold->masked = tdshim_real_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&hold->mask,
+					   (long)sizeof(all)) == 0;
+	TDSHIM_RESTORE_ERRNO();
+}
+
+static void release_signals(const struct hold *hold)
+{
+	if (!hold->masked)
+		return;
+	TDSHIM_SAVE_ERRNO();
+	tdshim_real_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)&hold->mask, 0L, (long)sizeof(hold->mask));
+	TDSHIM_RESTORE_ERRNO();
+}
+
 static const tdshim_action_fn trampolines[TRAMPOLINES];
 
 /* siginterrupt()'s signals, which signal() installs without SA_RESTART
@@ -163,50 +245,67 @@ static int change_action(int (*real)(int, const struct sigaction *, struct sigac
 		return result;
 	}
 	int taken = -1, reading = -1;
+	struct hold hold;
+	/* A vfork child (its parent's memory, its own actions) installs the
+	 * program's function as it is: sixteen of its installations took
+	 * the entry of its parent's action (helper-70).  Under a filter no
+	 * system call tells it apart. */
+	bool own_actions = action && tdshim_caller_owns_tls();
+	bool wrap = own_actions && is_function(copy.sa_handler);
 
+	hold_signals(&hold);
 	/* The entry of the kernel's action now, which the old action read
 	 * back names (unless another installation lands in between). */
-	if (old) {
+	if (old && action) {
 		struct sigaction current;
 
 		TDSHIM_SAVE_ERRNO();
-		if (action && real(signal_number, NULL, &current) == 0) {
+		if (real(signal_number, NULL, &current) == 0) {
 			int slot = slot_of(current.sa_handler);
 
-			if (slot >= 0 && take_entry(signal_number, (unsigned int)slot, true))
+			if (slot >= 0 && change_entry(signal_number, (unsigned int)slot, take_to_read))
 				reading = slot;
 		}
 		TDSHIM_RESTORE_ERRNO();
 	}
-	if (action && is_function(copy.sa_handler)) {
+	if (wrap) {
 		for (unsigned int tries = 0; tries < 2 * TRAMPOLINES && taken < 0; tries++) {
 			unsigned int slot = (uatomic_add_return(&installations[signal_number], 1) - 1) % TRAMPOLINES;
 
-			if (take_entry(signal_number, slot, false)) {
+			if (change_entry(signal_number, slot, take_to_install)) {
 				taken = (int)slot;
 				CMM_STORE_SHARED(program_handlers[slot][signal_number], (void *)copy.sa_handler);
 				copy.sa_sigaction = trampolines[slot];
 			}
 		}
 	}
-	/* The old action is written after (the program's structure, which
-	 * may be the new action's too, or unwritable: the fault is then at
-	 * this store, as it is at glibc's). */
-	int result = real(signal_number, action ? &copy : NULL, old ? &kernel_old : NULL);
+	/* The old action is asked for always (which entry the installation
+	 * replaced) and written after (the program's structure, which may be
+	 * the new action's too, or unwritable: the fault is then at this
+	 * store, as it is at glibc's). */
+	int result = real(signal_number, action ? &copy : NULL, &kernel_old);
 	int failure = errno;
+	int old_slot = result == 0 ? slot_of(kernel_old.sa_handler) : -1;
 
 	if (result == 0 && old) {
-		int slot = slot_of(kernel_old.sa_handler);
-
 		/* A query: its entry held while it is read. */
-		if (!action && slot >= 0 && take_entry(signal_number, (unsigned int)slot, true))
-			reading = slot;
+		if (!action && old_slot >= 0 && change_entry(signal_number, (unsigned int)old_slot, take_to_read))
+			reading = old_slot;
 		kernel_old.sa_handler = as_program_sees(kernel_old.sa_handler, signal_number);
 	}
 	if (reading >= 0)
-		drop_entry(signal_number, (unsigned int)reading, true);
+		change_entry(signal_number, (unsigned int)reading, drop_reader);
 	if (taken >= 0)
-		drop_entry(signal_number, (unsigned int)taken, false);
+		change_entry(signal_number, (unsigned int)taken, result == 0 ? installed : refused);
+	/* What the installation replaced is the kernel's no more, in this
+	 * process (not in a vfork child's: its actions are its own). */
+	if (result == 0 && own_actions) {
+		if (old_slot >= 0 && old_slot != taken)
+			change_entry(signal_number, (unsigned int)old_slot, replaced);
+		else if (old_slot < 0)
+			none_live_but(signal_number, taken);
+	}
+	release_signals(&hold);
 	if (result == 0 && old)
 		*old = kernel_old;
 	errno = failure;

@@ -7,7 +7,7 @@
  * siginterrupt, system()'s save and restore, a fork child, refused calls,
  * and handlers that interrupt waits: returning (EINTR or restarted),
  * waiting themselves, jumping out, ending the thread.
- * usage: rt_handlers [seccomp-mask|seccomp-vfork|fifo]; rt_handlers_own_mask
+ * usage: rt_handlers [seccomp-mask|seccomp-vfork|seccomp-refuse|fifo]; rt_handlers_own_mask
  * (built with RT_OWN_SIGMASK: its own pthread_sigmask, sigprocmask and
  * sigemptyset, counted)
  * The modes, each in a process of its own (a seccomp filter stays): a
@@ -694,6 +694,41 @@ static int seccomp_mask(void)
 	return 0;
 }
 
+/* A filter that refuses every new action (EPERM): seventeen refused
+ * installations leave the first handler in place (helper-70: the turn
+ * came round to its entry and wrote the refused function there). */
+static int seccomp_refuse(void)
+{
+	struct sigaction first = { .sa_handler = one }, refused = { .sa_handler = two };
+	int refusals = 0;
+
+	sigemptyset(&first.sa_mask);
+	sigemptyset(&refused.sa_mask);
+	sigaction(SIGUSR1, &first, NULL);
+	struct sock_filter no_new_action[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_sigaction, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog program = { sizeof(no_new_action) / sizeof(no_new_action[0]), no_new_action };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+		printf("filter=refused %d\n", errno);
+		return 0;
+	}
+	for (int i = 0; i < 17; i++)
+		refusals += sigaction(SIGUSR1, &refused, NULL) != 0 && errno == EPERM;
+	last_signal = 0;
+	raise(SIGUSR1);
+	printf("refusals=%d\n", refusals);
+	printf("after_refusals=ran %d\n", (int)last_signal);
+	show_action("action_after_refusals", SIGUSR1);
+	return 0;
+}
+
 /* Under a filter (no vfork check by system call), a vfork child's handler
  * is its own: its parent's stays. */
 static int seccomp_vfork(void)
@@ -776,8 +811,11 @@ static void vfork_child_installs(bool through_default)
 	signal(SIGUSR1, one);
 	pid_t child = vfork();
 	if (child == 0) {
+		/* Seventeen: the shim's turn of sixteen entries came round to
+		 * its parent's (helper-70). */
 		signal(SIGUSR1, through_default ? SIG_DFL : two);
-		signal(SIGUSR1, two);
+		for (int i = 0; i < 17; i++)
+			signal(SIGUSR1, two);
 		_exit(0);
 	}
 	waitpid(child, NULL, 0);
@@ -861,6 +899,8 @@ int main(int argc, char **argv)
 		return seccomp_vfork();
 	if (argc > 1 && !strcmp(argv[1], "fifo"))
 		return fifo();
+	if (argc > 1 && !strcmp(argv[1], "seccomp-refuse"))
+		return seccomp_refuse();
 #ifdef RT_OWN_SIGMASK
 	return own_mask();
 #endif

@@ -452,7 +452,8 @@ Test(lifecycle, signal_handlers_look_and_run_as_without_the_shim)
 	rt_expect_string(&bare, "concurrent_swaps", "balanced");
 	rt_expect_string(&bare, "under_other_mask", "0");
 	/* helper-69's breaks of 600f954: a vfork child's second handler
-	 * replaced its parent's, system() put a later handler back. */
+	 * replaced its parent's, system() put a later handler back; and
+	 * helper-70's of 7d7ab83: the same child's seventeenth did. */
 	rt_expect_string(&bare, "vfork_child_installs_default", "parent ran 10, reads one");
 	rt_expect_string(&bare, "vfork_child_installs_twice", "parent ran 10, reads one");
 	rt_expect_string(&bare, "system_restores", "ran 2, reads one");
@@ -486,5 +487,11 @@ Test(lifecycle, signal_handlers_under_a_filter_and_in_real_time_as_without_the_s
 	rt_expect_string(&bare, "parent_ran", "signal 10");
 	rt_free(&bare);
 	expect_as_bare("fifo", &bare);
+	rt_free(&bare);
+	/* 7d7ab83's shim: the seventeenth refused installation wrote over the
+	 * entry of the action in place (helper-70). */
+	expect_as_bare("seccomp-refuse", &bare);
+	rt_expect_string(&bare, "refusals", "17");
+	rt_expect_string(&bare, "after_refusals", "ran 10");
 	rt_free(&bare);
 }
