@@ -462,6 +462,8 @@ struct tdshim_lift {
 	bool returned;                         /* the handler returned */
 	unsigned int depth;                    /* the wait's scopes, ... */
 	const struct tdshim_wait_scope *scope; /* ... and its outermost, put back */
+	uint32_t kind;                         /* the wait the record published */
+	const void *object, *site;
 };
 void tdshim_handler_enter(struct tdshim_lift *lift);
 void tdshim_handler_leave(struct tdshim_lift *lift);

@@ -1532,9 +1532,20 @@ TDSHIM_BLOCKING_PATH void tdshim_handler_enter(struct tdshim_lift *lift)
 	const struct tdshim_wait_scope *scope = self->outer_scope;
 	const struct tdstat_record *record = self->record;
 
-	if (!scope || !record || self->writing ||
-	    record->copy[CMM_LOAD_SHARED(record->seq) & 1].state != TDSTAT_STATE_BLOCKED)
+	if (!scope || !record || self->writing)
 		return;
+	uint32_t published = CMM_LOAD_SHARED(record->seq) & 1;
+	const struct tdstat_record_copy *copy = &record->copy[published];
+	const struct tdstat_detail_copy *detail = &tdshim_detail_of(record)->copy[published];
+
+	if (copy->state != TDSTAT_STATE_BLOCKED)
+		return;
+	/* The wait as the record publishes it, put back after the handler:
+	 * not the scope's, whose frame a jump the shim did not see
+	 * (setcontext out of a handler) may have left. */
+	lift->kind = copy->kind;
+	lift->object = (const void *)(uintptr_t)detail->object;
+	lift->site = (const void *)(uintptr_t)detail->site;
 	/* The signal woke the thread before the handler started: by as much
 	 * CPU as a sleep of the kind takes (late_wake), when the shim has a
 	 * figure for it, the kernel's part of leaving the wait and, after
@@ -1573,9 +1584,9 @@ TDSHIM_BLOCKING_PATH void tdshim_handler_leave(struct tdshim_lift *lift)
 	if (lift->returned) {
 		struct tdshim_change change = {
 			.state = TDSTAT_STATE_BLOCKED,
-			.kind = lift->scope->kind,
-			.object = lift->scope->object,
-			.site = lift->scope->site,
+			.kind = lift->kind,
+			.object = lift->object,
+			.site = lift->site,
 		};
 		change_own_record(self, &change);
 	}
