@@ -1550,7 +1550,7 @@ TDSHIM_BLOCKING_PATH void tdshim_handler_enter(struct tdshim_lift *lift)
 	 * CPU as a sleep of the kind takes (late_wake), when the shim has a
 	 * figure for it, the kernel's part of leaving the wait and, after
 	 * the handler, of going back into it (counted BLOCKED from there). */
-	uint64_t credit = CMM_LOAD_SHARED(credit_of(scope->kind)->credit_ns);
+	uint64_t credit = CMM_LOAD_SHARED(credit_of(lift->kind)->credit_ns);
 	uint64_t now = credit ? tdshim_stamp_ns() : 0;
 	struct tdshim_change change = {
 		.state = TDSTAT_STATE_RUNNABLE,

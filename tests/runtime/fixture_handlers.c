@@ -7,7 +7,8 @@
  * siginterrupt, system()'s save and restore, a fork child, refused calls,
  * and handlers that interrupt waits: returning (EINTR or restarted),
  * waiting themselves, jumping out, ending the thread.
- * usage: rt_handlers [seccomp-mask|seccomp-vfork|seccomp-refuse|fifo]; rt_handlers_own_mask
+ * usage: rt_handlers [seccomp-mask|seccomp-vfork|seccomp-refuse|fifo|stale-scope];
+ * rt_handlers_own_mask
  * (built with RT_OWN_SIGMASK: its own pthread_sigmask, sigprocmask and
  * sigemptyset, counted)
  * The modes, each in a process of its own (a seccomp filter stays): a
@@ -39,7 +40,10 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
+
+#include "fixture.h"
 
 __sighandler_t bsd_signal(int, __sighandler_t);
 __sighandler_t sysv_signal(int, __sighandler_t);
@@ -477,6 +481,84 @@ static void smallest_alternate_stack(void)
 	munmap(memory, 3 * page);
 }
 
+/*
+ * A wait the shim never saw end (mode stale-scope, shim only: it reads the
+ * record): a handler on an alternate stack too small to lift the thread
+ * (wrap_handler.c: room_to_lift) leaves sem_wait by setcontext, which is
+ * not interposed.  The record stays BLOCKED in the semaphore and the
+ * scope's frame is gone; the program writes over it.  A later handler
+ * lifts the thread and puts back the wait the record published, not
+ * what the dead frame holds now (b3c4e60: it put back the frame's kind).
+ */
+static ucontext_t stale_back;
+static volatile sig_atomic_t stale_left;
+
+static void leave_by_setcontext(int signal_number)
+{
+	(void)signal_number;
+	stale_left = 1;
+	setcontext(&stale_back);
+}
+
+static __attribute__((noinline)) void wait_deeper(void)
+{
+	sem_wait(&semaphore);
+}
+
+static __attribute__((noinline)) void scribble(void)
+{
+	volatile unsigned char junk[65536];
+
+	memset((void *)junk, 0xA5, sizeof(junk));
+}
+
+static void *stale_waiter(void *argument)
+{
+	size_t size = (size_t)sysconf(_SC_MINSIGSTKSZ);
+	void *memory = mmap(NULL, 2 * 4096 + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	stack_t alternate = { .ss_sp = (char *)memory + 4096, .ss_size = size };
+
+	(void)argument;
+	sigaltstack(&alternate, NULL);
+	getcontext(&stale_back);
+	if (!stale_left) {
+		__atomic_store_n(&ready, 1, __ATOMIC_SEQ_CST);
+		wait_deeper();
+		printf("stale_waiter=not left\n");
+		return NULL;
+	}
+	scribble();
+	struct fx_record record = fx_record_of(fx_gettid());
+	printf("stale_before=%s %s\n", fx_state_name(record.state), fx_kind_name(record.kind));
+	__atomic_store_n(&done, 1, __ATOMIC_SEQ_CST);
+	while (!handled)
+		;
+	record = fx_record_of(fx_gettid());
+	printf("stale_after=%s %s\n", fx_state_name(record.state), fx_kind_name(record.kind));
+	return NULL;
+}
+
+static int stale_scope(void)
+{
+	struct sigaction leave = { .sa_handler = leave_by_setcontext, .sa_flags = SA_ONSTACK },
+			 count = { .sa_handler = counting };
+	pthread_t thread;
+
+	sigemptyset(&leave.sa_mask);
+	sigemptyset(&count.sa_mask);
+	sigaction(SIGUSR1, &leave, NULL);
+	sigaction(SIGUSR2, &count, NULL);
+	sem_init(&semaphore, 0, 0);
+	pthread_create(&thread, NULL, stale_waiter, NULL);
+	wait_ready();
+	pthread_kill(thread, SIGUSR1);
+	while (!__atomic_load_n(&done, __ATOMIC_SEQ_CST))
+		sched_yield();
+	pthread_kill(thread, SIGUSR2);
+	pthread_join(thread, NULL);
+	return 0;
+}
+
 /* Two threads swapping one signal's handler, through signal() and
  * sigaction(): each handler installed comes back once as an old one. */
 #define SWAPS 20000
@@ -901,6 +983,8 @@ int main(int argc, char **argv)
 		return fifo();
 	if (argc > 1 && !strcmp(argv[1], "seccomp-refuse"))
 		return seccomp_refuse();
+	if (argc > 1 && !strcmp(argv[1], "stale-scope"))
+		return stale_scope();
 #ifdef RT_OWN_SIGMASK
 	return own_mask();
 #endif

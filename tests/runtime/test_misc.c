@@ -460,6 +460,23 @@ Test(lifecycle, signal_handlers_look_and_run_as_without_the_shim)
 	rt_free(&bare);
 }
 
+/* A handler that left a wait by setcontext (not interposed) from an
+ * alternate stack too small to lift the thread: the record still says
+ * BLOCKED in the semaphore, the scope's frame is gone and written over.
+ * A later handler's lift puts back the semaphore wait the record
+ * published (28b5baf's shim put back what the dead frame held:
+ * "BLOCKED mutex" here). */
+Test(lifecycle, a_lift_after_a_jump_the_shim_did_not_see_puts_back_the_published_wait)
+{
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	const char *args[] = { "stale-scope", NULL };
+	struct rt_output out = rt_run("rt_handlers", args, env);
+
+	rt_expect_string(&out, "stale_before", "BLOCKED sem");
+	rt_expect_string(&out, "stale_after", "BLOCKED sem");
+	rt_free(&out);
+}
+
 /* A program with its own pthread_sigmask (which calls sigaction),
  * sigprocmask and sigemptyset: the shim calls none of them (600f954's
  * recursed until the stack ran out). */
