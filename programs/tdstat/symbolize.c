@@ -184,13 +184,28 @@ void tdstat_symbolizer_renew(struct tdstat_symbolizer *symbolizer)
 		report_modules(symbolizer);
 }
 
-static Dwfl_Module *module_of(struct tdstat_symbolizer *symbolizer, uint64_t address)
+/* The module whose extent holds `address`.  libdwfl's look-up answers
+ * with the highest module for any address above it (a main thread's
+ * stack, a mapping of anonymous memory): "ld-linux-x86-64.so.2+0xec8ff3bfe0"
+ * named a condvar on main's stack (helper-71's programs). */
+static Dwfl_Module *module_holding(struct tdstat_symbolizer *symbolizer, uint64_t address)
 {
 	Dwfl_Module *module = dwfl_addrmodule(symbolizer->dwfl, (Dwarf_Addr)address);
+	Dwarf_Addr low, high;
+
+	if (module && dwfl_module_info(module, NULL, &low, &high, NULL, NULL, NULL, NULL) &&
+	    (address < (uint64_t)low || address >= (uint64_t)high))
+		return NULL;
+	return module;
+}
+
+static Dwfl_Module *module_of(struct tdstat_symbolizer *symbolizer, uint64_t address)
+{
+	Dwfl_Module *module = module_holding(symbolizer, address);
 
 	if (!module && !symbolizer->core && monotonic_ns() - symbolizer->reported_ns > REPORT_AGAIN_NS &&
 	    report_modules(symbolizer))
-		module = dwfl_addrmodule(symbolizer->dwfl, (Dwarf_Addr)address);
+		module = module_holding(symbolizer, address);
 	return module;
 }
 

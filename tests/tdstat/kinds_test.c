@@ -276,6 +276,34 @@ Test(kinds, objects_named_from_the_symbol_tables)
 	tdtest_wait(&target, COMMAND_TIMEOUT_MS);
 }
 
+/* -w: a condvar on main's stack, above every module: named by its address
+ * (libdwfl's look-up gave the highest module, and the name read
+ * "ld-linux-x86-64.so.2+0xec8ff3bfe0"; helper-71). */
+Test(kinds, an_object_outside_every_module_is_named_by_address)
+{
+	static const char *const env[] = { "TDSTAT_ENABLE=1", NULL };
+	const char *const argv[] = { KINDS_WORKLOAD_PATH, "stack", NULL };
+	struct tdtest_spawn_options options = { .preload = tdtest_shim_path(), .env = env };
+	struct tdtest_child target;
+	char pid[16], *output, *cursor, line[4096], ready[64];
+
+	cr_assert_eq(tdtest_spawn(&target, argv, &options), 0);
+	running_target = target.pid;
+	cr_assert_geq(tdtest_read_line(&target, ready, sizeof(ready), COMMAND_TIMEOUT_MS), 0);
+	snprintf(pid, sizeof(pid), "%d", (int)target.pid);
+	tdtest_sleep_ms(200);
+	const char *const args[] = { "--json", "-w", "-i", "0.3", "-c", "2", pid, NULL };
+	cr_assert_eq(exit_code(run_tdstat(args, &output)), 0);
+	cursor = last_block(output);
+	cr_assert_not_null(next_line_with(&cursor, "\"kind\":\"cond\"", line, sizeof(line)), "%s", output);
+	cr_assert_not_null(strstr(line, "\"object\":\"0x7"), "%s", line);
+	cr_assert_null(strstr(line, ".so"), "%s", line);
+	cr_assert_not_null(strstr(line, "\"site\":\"wait_on_stack"), "%s", line);
+	free(output);
+	kill(target.pid, SIGKILL);
+	tdtest_wait(&target, COMMAND_TIMEOUT_MS);
+}
+
 /* -w under waits that begin and end between readings: every kind's rows
  * add up to its idle_by figure, and no object is credited more than the
  * kind's idle time. */

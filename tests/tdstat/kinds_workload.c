@@ -25,6 +25,9 @@
  *            with a raw clone (the shim has no record of it), doing the
  *            same with raw system calls.  Prints "ready"; runs until
  *            killed.
+ *   stack    main in pthread_cond_wait on a condvar on its own stack,
+ *            above every module's mapping (-w names it by address, not
+ *            as a module's offset).  Prints "ready"; stays until killed.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -255,6 +258,19 @@ static int pulse(void)
 	return 0;
 }
 
+static __attribute__((noinline)) int wait_on_stack(void)
+{
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t forever = PTHREAD_COND_INITIALIZER;
+
+	printf("ready\n");
+	fflush(stdout);
+	pthread_mutex_lock(&lock);
+	for (;;)
+		pthread_cond_wait(&forever, &lock);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t threads[5];
@@ -265,6 +281,8 @@ int main(int argc, char **argv)
 		return moving();
 	if (argc > 1 && strcmp(argv[1], "pulse") == 0)
 		return pulse();
+	if (argc > 1 && strcmp(argv[1], "stack") == 0)
+		return wait_on_stack();
 
 	if (pipe(pipe_ends) != 0)
 		return 1;
