@@ -460,6 +460,7 @@ void tdshim_wait_abandon(struct tdshim_thread *self, const struct tdshim_wait_sc
 struct tdshim_lift {
 	bool lifted;                           /* the thread was made RUNNABLE */
 	bool returned;                         /* the handler returned */
+	bool resumed_elsewhere;                /* ... to another instruction or stack */
 	unsigned int depth;                    /* the wait's scopes, ... */
 	const struct tdshim_wait_scope *scope; /* ... and its outermost, put back */
 	uint32_t kind;                         /* the wait the record published */

@@ -1572,7 +1572,8 @@ TDSHIM_BLOCKING_PATH void tdshim_handler_leave(struct tdshim_lift *lift)
 {
 	struct tdshim_thread *self = &tdshim_self;
 
-	if (!lift->lifted)
+	/* Resumed elsewhere (run_lifted): lifted it stays. */
+	if (!lift->lifted || lift->resumed_elsewhere)
 		return;
 	TDSHIM_SAVE_ERRNO();
 	/* Whatever the handler's own waits left (a jump inside it ends

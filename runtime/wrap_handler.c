@@ -513,30 +513,80 @@ static bool room_to_lift(const void *context)
 	return here - base >= LIFT_STACK_ROOM;
 }
 
-/* What the kernel runs: the program's function of that trampoline, with
- * the thread lifted out of the wait the signal interrupted (thread.c)
- * while it runs.  errno is the handler's business; the shim's own steps
- * leave it as it was.  Not inlined into the two: its frame is the one
- * whose cleanup runs on the way out. */
-static __attribute__((noinline)) void run_handler(unsigned int slot, int signal_number, siginfo_t *info, void *context)
+/* Where the interrupted code resumes: its instruction and its stack,
+ * from the context the kernel passed (0 where this does not know the
+ * architecture's, which reads as never moved). */
+static void resume_point(const void *context, uintptr_t *pc, uintptr_t *sp)
 {
-	tdshim_action_fn handler = (tdshim_action_fn)CMM_LOAD_SHARED(program_handlers[slot][signal_number]);
-	struct tdshim_lift lift __attribute__((cleanup(tdshim_handler_leave))) = { 0 };
+	const ucontext_t *interrupted = context;
 
-	if (caa_unlikely(tdshim_self.wait_depth != 0) && room_to_lift(context)) {
-		TDSHIM_SAVE_ERRNO();
-		tdshim_handler_enter(&lift);
-		TDSHIM_RESTORE_ERRNO();
-	}
+#if defined(__x86_64__)
+	*pc = (uintptr_t)interrupted->uc_mcontext.gregs[REG_RIP];
+	*sp = (uintptr_t)interrupted->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+	*pc = (uintptr_t)interrupted->uc_mcontext.pc;
+	*sp = (uintptr_t)interrupted->uc_mcontext.sp;
+#else
+	(void)interrupted;
+	*pc = *sp = 0;
+#endif
+}
+
+/*
+ * The program's function with the thread lifted out of the wait the
+ * signal interrupted (thread.c) while it runs.  errno is the handler's
+ * business; the shim's own steps leave it as it was.  Its frame is the
+ * one whose cleanup runs on the way out (a return, or an unwinding
+ * through it).  A handler that changed where the interrupted code
+ * resumes (its context's instruction or stack: a handler that abandons
+ * the wait that way, or a user-level scheduler switching to another of
+ * its threads) does not go back into the wait: the thread stays lifted,
+ * running, with no wait in progress (helper-71: it read BLOCKED in the
+ * semaphore it had left, through seconds of work and later waits).
+ */
+static __attribute__((noinline)) void run_lifted(tdshim_action_fn handler, int signal_number, siginfo_t *info,
+						 void *context)
+{
+	struct tdshim_lift lift __attribute__((cleanup(tdshim_handler_leave))) = { 0 };
+	uintptr_t pc, sp, pc_after, sp_after;
+
+	TDSHIM_SAVE_ERRNO();
+	tdshim_handler_enter(&lift);
+	TDSHIM_RESTORE_ERRNO();
+	resume_point(context, &pc, &sp);
 	if (caa_likely(handler != NULL))
 		handler(signal_number, info, context);
+	resume_point(context, &pc_after, &sp_after);
+	lift.resumed_elsewhere = pc_after != pc || sp_after != sp;
 	lift.returned = true;
 }
 
-#define TDSHIM_TRAMPOLINE(slot)                                                       \
-	static void trampoline_##slot(int signal_number, siginfo_t *info, void *context) \
-	{                                                                             \
-		run_handler(slot, signal_number, info, context);                      \
+/*
+ * What the kernel runs.  Outside a wait (nearly every signal) the
+ * trampoline's last act is the program's function, a tail call: the
+ * handler starts with the stack and the return address the kernel gave,
+ * as without the shim (helper-71: 128 bytes of a trampoline's frames
+ * overflowed an alternate stack the bare program's handler fitted on,
+ * and the handler's caller, __builtin_return_address or a backtrace's
+ * frame, was the shim).  Inside a wait that the thread owns (not a task
+ * that clone(CLONE_VM) made without a TLS of its own, which runs on its
+ * parent's: helper-71's lifted its parent's record, which then read
+ * BLOCKED through seconds of work), with room for it, the handler runs
+ * lifted, one frame deeper.
+ */
+#define TDSHIM_TRAMPOLINE(slot)                                                                     \
+	static void trampoline_##slot(int signal_number, siginfo_t *info, void *context)               \
+	{                                                                                           \
+		tdshim_action_fn handler =                                                          \
+			(tdshim_action_fn)CMM_LOAD_SHARED(program_handlers[slot][signal_number]);   \
+                                                                                                    \
+		if (caa_unlikely(tdshim_self.wait_depth != 0) && room_to_lift(context) &&           \
+		    tdshim_caller_owns_tls()) {                                                     \
+			run_lifted(handler, signal_number, info, context);                          \
+			return;                                                                     \
+		}                                                                                   \
+		if (caa_likely(handler != NULL))                                                    \
+			handler(signal_number, info, context);                                      \
 	}
 TDSHIM_TRAMPOLINE(0)
 TDSHIM_TRAMPOLINE(1)

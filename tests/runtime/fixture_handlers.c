@@ -7,7 +7,8 @@
  * siginterrupt, system()'s save and restore, a fork child, refused calls,
  * and handlers that interrupt waits: returning (EINTR or restarted),
  * waiting themselves, jumping out, ending the thread.
- * usage: rt_handlers [seccomp-mask|seccomp-vfork|seccomp-refuse|fifo|stale-scope];
+ * usage: rt_handlers [seccomp-mask|seccomp-vfork|seccomp-refuse|fifo|stale-scope|
+ *                     resumed-elsewhere|clone-vm];
  * rt_handlers_own_mask
  * (built with RT_OWN_SIGMASK: its own pthread_sigmask, sigprocmask and
  * sigemptyset, counted)
@@ -22,6 +23,7 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 /* One structure as both actions is what is tested too. */
 #pragma GCC diagnostic ignored "-Wrestrict"
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <pthread.h>
@@ -37,6 +39,7 @@
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -926,6 +929,249 @@ static void system_restores(void)
 	signal(SIGUSR1, SIG_DFL);
 }
 
+/* ---- helper-71's breaks of b3c4e60 ---- */
+
+/* Who called the handler: the kernel's return path in libc, as without
+ * the shim (the trampoline's frame was the caller). */
+static volatile sig_atomic_t caller_known;
+static char caller_file[64];
+
+static void where_from(int signal_number)
+{
+	Dl_info info;
+
+	(void)signal_number;
+	if (dladdr(__builtin_return_address(0), &info) && info.dli_fname) {
+		const char *base = strrchr(info.dli_fname, '/');
+
+		snprintf(caller_file, sizeof(caller_file), "%s", base ? base + 1 : info.dli_fname);
+		caller_known = 1;
+	}
+}
+
+static void handler_caller(void)
+{
+	struct sigaction action = { .sa_handler = where_from };
+
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGUSR2, &action, NULL);
+	raise(SIGUSR2);
+	printf("handler_caller=%s\n", caller_known ? caller_file : "?");
+	signal(SIGUSR2, SIG_DFL);
+}
+
+/* How much of an alternate stack the handler has: the largest array
+ * (in steps of 16 bytes) a handler on a stack with a guard page below it
+ * uses and survives, each size tried in a child of its own.  The same
+ * bare and under the shim (helper-71: 128 bytes fewer, the trampoline's
+ * frames). */
+static size_t room_size;
+static volatile sig_atomic_t room_ran;
+
+static void room_handler(int signal_number)
+{
+	volatile char used[room_size];
+
+	used[0] = (char)signal_number;
+	used[room_size - 1] = (char)signal_number;
+	room_ran = used[0] == (char)signal_number;
+}
+
+static bool survives(size_t stack_size, size_t size)
+{
+	pid_t child = fork();
+	int status = 0;
+
+	if (child == 0) {
+		size_t page = 4096, span = (stack_size + page - 1) / page * page;
+		char *memory = mmap(NULL, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct rlimit no_core = { 0, 0 };
+		struct sigaction action = { .sa_handler = room_handler, .sa_flags = SA_ONSTACK };
+
+		setrlimit(RLIMIT_CORE, &no_core);
+		mprotect(memory, page, PROT_NONE);
+		stack_t alternate = { .ss_sp = memory + page, .ss_size = stack_size };
+		sigaltstack(&alternate, NULL);
+		sigemptyset(&action.sa_mask);
+		sigaction(SIGUSR2, &action, NULL);
+		room_size = size;
+		raise(SIGUSR2);
+		_exit(room_ran ? 0 : 1);
+	}
+	return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void alternate_stack_room(void)
+{
+	size_t stack_size = (size_t)sysconf(_SC_MINSIGSTKSZ) + 2048, fits = 16, overflows = stack_size;
+
+	if (!survives(stack_size, fits)) {
+		printf("alternate_stack_room=none\n");
+		return;
+	}
+	while (overflows - fits > 16) {
+		size_t middle = (fits + overflows) / 2 / 16 * 16;
+
+		if (survives(stack_size, middle))
+			fits = middle;
+		else
+			overflows = middle;
+	}
+	printf("alternate_stack_room=%zu of %zu\n", fits, stack_size);
+}
+
+#if defined(__x86_64__)
+/*
+ * A handler that abandons a wait by changing where the thread resumes
+ * (mode resumed-elsewhere, shim only): its context's instruction and
+ * stack moved to a function on a stack of its own.  The thread then runs,
+ * and its next wait is one of its own (b3c4e60's shim put the semaphore
+ * wait back: BLOCKED through the work after, and the nanosleep counted as
+ * the semaphore's).
+ */
+static char elsewhere_stack[65536] __attribute__((aligned(16)));
+static volatile int elsewhere_step;
+
+static __attribute__((noreturn, used)) void resumed_here(void)
+{
+	struct timespec pause_time = { 0, 300000000 };
+
+	__atomic_store_n(&elsewhere_step, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&elsewhere_step, __ATOMIC_SEQ_CST) == 1)
+		;
+	nanosleep(&pause_time, NULL);
+	__atomic_store_n(&elsewhere_step, 3, __ATOMIC_SEQ_CST);
+	/* Running until main ends the process (no wait: it would be one). */
+	for (;;)
+		__atomic_load_n(&elsewhere_step, __ATOMIC_SEQ_CST);
+}
+
+static void move_away(int signal_number, siginfo_t *info, void *context)
+{
+	ucontext_t *interrupted = context;
+
+	(void)signal_number;
+	(void)info;
+	interrupted->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)resumed_here;
+	/* As after a call: the return address's slot below a 16-byte boundary. */
+	interrupted->uc_mcontext.gregs[REG_RSP] = (greg_t)(uintptr_t)(elsewhere_stack + sizeof(elsewhere_stack) - 8);
+}
+
+static void *wait_to_be_moved(void *argument)
+{
+	(void)argument;
+	sem_wait(&semaphore);
+	printf("resumed=in the wait\n");
+	return NULL;
+}
+
+static int resumed_elsewhere(void)
+{
+	struct sigaction action = { .sa_sigaction = move_away, .sa_flags = SA_SIGINFO };
+	pthread_t thread;
+	pid_t tid;
+
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGUSR1, &action, NULL);
+	sem_init(&semaphore, 0, 0);
+	pthread_create(&thread, NULL, wait_to_be_moved, NULL);
+	for (tid = 0; tid <= 0;) {
+		for (int i = 0; i < fx_live_records() + 1 && tid <= 0; i++) {
+			struct fx_record record = fx_read_record((uint32_t)i);
+
+			if (record.state == TDSTAT_STATE_BLOCKED && record.kind == TDSTAT_WAIT_SEM)
+				tid = record.tid;
+		}
+		sched_yield();
+	}
+	pthread_kill(thread, SIGUSR1);
+	while (__atomic_load_n(&elsewhere_step, __ATOMIC_SEQ_CST) != 1)
+		sched_yield();
+	struct fx_record record = fx_record_of(tid);
+	printf("moved_running=%s\n", fx_state_name(record.state));
+	__atomic_store_n(&elsewhere_step, 2, __ATOMIC_SEQ_CST);
+	fx_wait_state(tid, TDSTAT_STATE_BLOCKED);
+	record = fx_record_of(tid);
+	printf("moved_then_waits=%s %s\n", fx_state_name(record.state), fx_kind_name(record.kind));
+	while (__atomic_load_n(&elsewhere_step, __ATOMIC_SEQ_CST) != 3)
+		sched_yield();
+	fx_wait_state(tid, TDSTAT_STATE_RUNNABLE);
+	record = fx_record_of(tid);
+	printf("moved_after_wait=%s\n", fx_state_name(record.state));
+	fflush(stdout);
+	_exit(0);
+}
+
+/*
+ * A task clone(CLONE_VM) made without a TLS of its own, running on its
+ * parent's, takes a signal while its parent waits (mode clone-vm, shim
+ * only): its handler may not lift the parent, which sleeps on (helper-71:
+ * the parent read RUNNABLE asleep, then BLOCKED through seconds of work).
+ */
+static volatile int clone_go, clone_in_handler, clone_release;
+static pthread_mutex_t clone_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t clone_condition = PTHREAD_COND_INITIALIZER;
+static pid_t clone_parent;
+
+static void clone_handler(int signal_number)
+{
+	(void)signal_number;
+	__atomic_store_n(&clone_in_handler, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&clone_release, __ATOMIC_SEQ_CST))
+		;
+}
+
+static int clone_child(void *argument)
+{
+	(void)argument;
+	while (!__atomic_load_n(&clone_go, __ATOMIC_SEQ_CST))
+		;
+	syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), SIGUSR1);
+	return 0;
+}
+
+static void *clone_observer(void *argument)
+{
+	(void)argument;
+	fx_wait_state(clone_parent, TDSTAT_STATE_BLOCKED);
+	__atomic_store_n(&clone_go, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&clone_in_handler, __ATOMIC_SEQ_CST))
+		sched_yield();
+	struct fx_record record = fx_record_of(clone_parent);
+	printf("parent_while_clone_handles=%s %s\n", fx_state_name(record.state), fx_kind_name(record.kind));
+	__atomic_store_n(&clone_release, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&clone_lock);
+	clone_go = 2;
+	pthread_cond_signal(&clone_condition);
+	pthread_mutex_unlock(&clone_lock);
+	return NULL;
+}
+
+static int clone_vm(void)
+{
+	struct sigaction action = { .sa_handler = clone_handler };
+	size_t stack_size = 256 * 1024;
+	char *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pthread_t observer;
+	int status = 0;
+
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGUSR1, &action, NULL);
+	clone_parent = fx_gettid();
+	pid_t child = clone(clone_child, stack + stack_size, CLONE_VM | SIGCHLD, NULL);
+	pthread_create(&observer, NULL, clone_observer, NULL);
+	pthread_mutex_lock(&clone_lock);
+	while (clone_go != 2)
+		pthread_cond_wait(&clone_condition, &clone_lock);
+	pthread_mutex_unlock(&clone_lock);
+	pthread_join(observer, NULL);
+	waitpid(child, &status, __WALL);
+	struct fx_record record = fx_record_of(clone_parent);
+	printf("parent_after=%s\n", fx_state_name(record.state));
+	return 0;
+}
+#endif
+
 #ifdef RT_OWN_SIGMASK
 /* This program's own signal-mask functions (a wrapper that logs, a
  * runtime that tracks masks): glibc's sigaction, signal and sigset never
@@ -985,6 +1231,12 @@ int main(int argc, char **argv)
 		return seccomp_refuse();
 	if (argc > 1 && !strcmp(argv[1], "stale-scope"))
 		return stale_scope();
+#if defined(__x86_64__)
+	if (argc > 1 && !strcmp(argv[1], "resumed-elsewhere"))
+		return resumed_elsewhere();
+	if (argc > 1 && !strcmp(argv[1], "clone-vm"))
+		return clone_vm();
+#endif
 #ifdef RT_OWN_SIGMASK
 	return own_mask();
 #endif
@@ -1002,5 +1254,7 @@ int main(int argc, char **argv)
 	vfork_child_installs(true);
 	vfork_child_installs(false);
 	system_restores();
+	handler_caller();
+	alternate_stack_room();
 	return 0;
 }

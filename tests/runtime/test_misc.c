@@ -457,6 +457,9 @@ Test(lifecycle, signal_handlers_look_and_run_as_without_the_shim)
 	rt_expect_string(&bare, "vfork_child_installs_default", "parent ran 10, reads one");
 	rt_expect_string(&bare, "vfork_child_installs_twice", "parent ran 10, reads one");
 	rt_expect_string(&bare, "system_restores", "ran 2, reads one");
+	/* helper-71's of b3c4e60: the handler's caller was the trampoline,
+	 * and it had 96 bytes less of an alternate stack (compared above). */
+	rt_expect_string(&bare, "handler_caller", "libc.so.6");
 	rt_free(&bare);
 }
 
@@ -476,6 +479,36 @@ Test(lifecycle, a_lift_after_a_jump_the_shim_did_not_see_puts_back_the_published
 	rt_expect_string(&out, "stale_after", "BLOCKED sem");
 	rt_free(&out);
 }
+
+#if defined(__x86_64__)
+/* helper-71's breaks of b3c4e60, shim only (they read the records): a
+ * handler that moves its thread out of a sem_wait by changing its
+ * context leaves it running, and its next wait is its own; a clone(CLONE_VM)
+ * child on its parent's TLS takes a signal while the parent waits, and
+ * the parent stays asleep in its condvar. */
+Test(lifecycle, a_handler_that_resumes_elsewhere_leaves_the_wait)
+{
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	const char *args[] = { "resumed-elsewhere", NULL };
+	struct rt_output out = rt_run("rt_handlers", args, env);
+
+	rt_expect_string(&out, "moved_running", "RUNNABLE");
+	rt_expect_string(&out, "moved_then_waits", "BLOCKED sleep");
+	rt_expect_string(&out, "moved_after_wait", "RUNNABLE");
+	rt_free(&out);
+}
+
+Test(lifecycle, a_clone_on_its_parents_tls_does_not_lift_the_parent)
+{
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	const char *args[] = { "clone-vm", NULL };
+	struct rt_output out = rt_run("rt_handlers", args, env);
+
+	rt_expect_string(&out, "parent_while_clone_handles", "BLOCKED cond");
+	rt_expect_string(&out, "parent_after", "RUNNABLE");
+	rt_free(&out);
+}
+#endif
 
 /* A program with its own pthread_sigmask (which calls sigaction),
  * sigprocmask and sigemptyset: the shim calls none of them (600f954's
