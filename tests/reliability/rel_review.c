@@ -349,6 +349,7 @@ static int fast_fail(void)
  * kernel CPU + run-queue time (the target prints them), in one of three
  * tries (a loaded machine moves one run; the defects moved every run). */
 static int runnable_within(const char *mode, double low, double high);
+static int runnable_between(const char *mode, double low, bool low_of_cpu, double high);
 
 static int runnable_as_kernel(const char *mode, double tolerance)
 {
@@ -357,6 +358,13 @@ static int runnable_as_kernel(const char *mode, double tolerance)
 
 /* Within [low, high] times the kernel's figure. */
 static int runnable_within(const char *mode, double low, double high)
+{
+	return runnable_between(mode, low, false, high);
+}
+
+/* At least `low` times the kernel's figure, or of its CPU time alone with
+ * `low_of_cpu`, and at most `high` times the kernel's figure. */
+static int runnable_between(const char *mode, double low, bool low_of_cpu, double high)
 {
 	const char *const args[] = { mode, NULL };
 	double nthreads, runnable, window, cpu, wait;
@@ -391,11 +399,12 @@ static int runnable_within(const char *mode, double low, double high)
 			continue;
 		}
 		double allowed = high * (kernel + (stolen ? steal : 0));
-		if (counted >= low * kernel && counted <= allowed)
+		if (counted >= low * (low_of_cpu ? cpu : kernel) && counted <= allowed)
 			return 0;
 		if (last)
-			rel_fail("runnable %.3f s against the kernel's %.3f s (steal %.3f s): outside %.2f-%.2fx in %d tries",
-				 counted, kernel, steal, low, high, attempt);
+			rel_fail("runnable %.3f s against the kernel's %.3f s (on a CPU %.3f s; steal %.3f s): "
+				 "outside %.2f (of the %s)-%.2fx in %d tries",
+				 counted, kernel, cpu, steal, low, low_of_cpu ? "CPU time" : "whole", high, attempt);
 	}
 	return rel_failures ? 1 : 0;
 }
@@ -741,9 +750,14 @@ int main(int argc, char **argv)
 	 * kernel's part of each signal (its delivery to a thread asleep on
 	 * an idle CPU, the wait's re-entry after the handler) counts in the
 	 * wait, as a wake from an idle CPU does before the shim has a figure
-	 * for the CPU a sleep takes. */
+	 * for the CPU a sleep takes.  The lower bound is of the CPU time
+	 * alone: a handler's wait for a CPU before it starts counts in the
+	 * wait (a documented limit), and with other programs busy on the
+	 * machine that wait was a third of the kernel's figures (0.70-0.79
+	 * of them, 0.98-1.10 of the CPU time; on b3c4e60's shim as on
+	 * later ones). */
 	if (!strncmp(mode, "handler-in-wait-", strlen("handler-in-wait-")))
-		return runnable_within(mode, 0.8, 1.15);
+		return runnable_between(mode, 0.8, true, 1.15);
 	if (!strncmp(mode, "timer-realtime", strlen("timer-realtime")))
 		return runnable_as_kernel(mode, 0.15);
 	if (!strcmp(mode, "timer-busy")) {
