@@ -33,6 +33,10 @@
  *   timer-idle     1 s of a thread on CPU 1 (SCHED_OTHER) that spins
  *                  100 us and sleeps 400 us in nanosleep, main asleep
  *                  on CPU 0; prints the thread's kernel figures
+ *   timer-idle-realtime-KIND  timer-idle spinning 30 us and sleeping to a
+ *                  CLOCK_REALTIME deadline 100 us ahead: in pthread_cond_timedwait on a
+ *                  default condvar (cond), sem_timedwait (sem) or
+ *                  clock_nanosleep TIMER_ABSTIME (clock)
  *   timer-slack    timer-idle for 2 s with the thread's timer slack 1 ms, set
  *                  by itself through prctl()
  *   timer-slack-inherited  the same with main's slack set to 1 ms
@@ -645,9 +649,42 @@ static double ti_cpu, ti_wait;
  * left as it is. */
 static unsigned long ti_own_slack;
 
+/* How the sleeper sleeps: nanosleep, or to a deadline on CLOCK_REALTIME
+ * 100 us ahead, after 30 us of work (timer-idle-realtime-KIND: the way
+ * out of the wait is a larger part of it). */
+static enum { TI_NANOSLEEP, TI_REALTIME_COND, TI_REALTIME_SEM, TI_REALTIME_CLOCK } ti_how;
+static pthread_mutex_t ti_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ti_never = PTHREAD_COND_INITIALIZER;
+static sem_t ti_unposted;
+
+static void ti_sleep(const struct timespec *pause)
+{
+	struct timespec deadline;
+
+	if (ti_how == TI_NANOSLEEP) {
+		nanosleep(pause, NULL);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_nsec += pause->tv_nsec;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	if (ti_how == TI_REALTIME_COND) {
+		pthread_mutex_lock(&ti_lock);
+		pthread_cond_timedwait(&ti_never, &ti_lock, &deadline);
+		pthread_mutex_unlock(&ti_lock);
+	} else if (ti_how == TI_REALTIME_SEM) {
+		sem_timedwait(&ti_unposted, &deadline);
+	} else {
+		clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &deadline, NULL);
+	}
+}
+
 static void *ti_sleeper(void *arg)
 {
-	const struct timespec pause = { 0, 400000 };
+	const struct timespec pause = { 0, ti_how == TI_NANOSLEEP ? 400000 : 100000 };
 	cpu_set_t cpus;
 
 	(void)arg;
@@ -657,8 +694,8 @@ static void *ti_sleeper(void *arg)
 	CPU_SET(1, &cpus);
 	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
 	while (!ti_stop) {
-		spin_ns(100000);
-		nanosleep(&pause, NULL);
+		spin_ns(ti_how == TI_NANOSLEEP ? 100000 : 30000);
+		ti_sleep(&pause);
 	}
 	own_schedstat(&ti_cpu, &ti_wait);
 	return NULL;
@@ -1400,6 +1437,13 @@ int main(int argc, char **argv)
 		return racing_posts();
 	if (!strcmp(mode, "timer-idle"))
 		return timer_idle(0, false);
+	if (!strncmp(mode, "timer-idle-realtime-", strlen("timer-idle-realtime-"))) {
+		const char *kind = mode + strlen("timer-idle-realtime-");
+
+		ti_how = !strcmp(kind, "cond") ? TI_REALTIME_COND : !strcmp(kind, "sem") ? TI_REALTIME_SEM : TI_REALTIME_CLOCK;
+		sem_init(&ti_unposted, 0, 0);
+		return timer_idle(0, false);
+	}
 	if (!strncmp(mode, "handler-in-wait-", strlen("handler-in-wait-")))
 		return handler_in_wait(mode + strlen("handler-in-wait-"));
 	if (!strcmp(mode, "timer-slack"))
@@ -1436,6 +1480,6 @@ int main(int argc, char **argv)
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-KIND|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
 	return 2;
 }
