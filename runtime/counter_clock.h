@@ -256,4 +256,36 @@ static inline int tdshim_current_cpu(void)
 
 #endif
 
+/*
+ * When a thread of this process last changed state on each CPU (its
+ * record change's moment), by the CPU's number: a CPU with a change after
+ * a wake-up's moment was awake then, running a thread of ours, so the
+ * woken thread queued for it from that moment (late_wake, thread.c,
+ * tells a halted CPU's late interrupt from a wait in its run queue by
+ * it).  A line per CPU, each written by the threads on that CPU.
+ */
+#define TDSHIM_BUSY_CPUS 1024
+struct tdshim_cpu_busy {
+	uint64_t ns;
+	char line[56];
+};
+extern struct tdshim_cpu_busy tdshim_cpu_busy[TDSHIM_BUSY_CPUS];
+
+static inline void tdshim_cpu_busy_note(uint64_t now)
+{
+	int cpu = tdshim_current_cpu();
+
+	if (cpu >= 0 && cpu < TDSHIM_BUSY_CPUS)
+		CMM_STORE_SHARED(tdshim_cpu_busy[cpu].ns, now);
+}
+
+/* Whether another thread of this process changed state on this thread's
+ * CPU after `moment` (this one made no change since it went to sleep). */
+static inline bool tdshim_cpu_busy_after(uint64_t moment)
+{
+	int cpu = tdshim_current_cpu();
+
+	return cpu >= 0 && cpu < TDSHIM_BUSY_CPUS && CMM_LOAD_SHARED(tdshim_cpu_busy[cpu].ns) > moment;
+}
+
 #endif /* TDSHIM_COUNTER_CLOCK_H */

@@ -167,6 +167,8 @@ TDSHIM_BLOCKING_PATH void tdshim_record_change(struct tdstat_record *record, con
 	TDSHIM_PROFILE_START(announce);
 	uint64_t now = clocked ? tdshim_announce(record, old->since_ns) : 0;
 	TDSHIM_PROFILE_END(announce, TDSHIM_PROFILE_ANNOUNCE);
+	if (clocked)
+		tdshim_cpu_busy_note(now);
 
 	*next = *old;
 	*next_detail = detail->copy[seq & 1];

@@ -387,8 +387,11 @@ uint64_t tdshim_deadline_at(clockid_t clock, const struct timespec *abstime)
 	return real - at < monotonic ? monotonic - (real - at) : 0;
 }
 
+struct tdshim_cpu_busy tdshim_cpu_busy[TDSHIM_BUSY_CPUS] __attribute__((aligned(64)));
+
 void tdshim_wake_hide_from_race_detectors(void)
 {
+	tdshim_hide_from_race_detectors(tdshim_cpu_busy, sizeof(tdshim_cpu_busy));
 	tdshim_hide_from_race_detectors(wake_slots, sizeof(wake_slots));
 	tdshim_hide_from_race_detectors(claim_rings, sizeof(claim_rings));
 	tdshim_hide_from_race_detectors(ring_cursors, sizeof(ring_cursors));

@@ -37,6 +37,8 @@
  *                  CLOCK_REALTIME deadline 100 us ahead: in pthread_cond_timedwait on a
  *                  default condvar (cond), sem_timedwait (sem) or
  *                  clock_nanosleep TIMER_ABSTIME (clock)
+ *   timer-queued   four threads on CPU 1, each 40 us of work and a 100 us
+ *                  nanosleep, for 1 s; prints their kernel figures, summed
  *   timer-slack    timer-idle for 2 s with the thread's timer slack 1 ms, set
  *                  by itself through prctl()
  *   timer-slack-inherited  the same with main's slack set to 1 ms
@@ -723,6 +725,55 @@ static int timer_idle(unsigned long slack, bool inherited)
 	ti_stop = 1;
 	pthread_join(sleeper, NULL);
 	printf("cpu %.6f wait %.6f\n", ti_cpu, ti_wait);
+	return 0;
+}
+
+/* ---- timer-queued: four threads on one CPU, 40 us of work and a
+ * 100 us nanosleep each: a timer's wake-up waits for the CPU behind the
+ * others, 50-250 us ---- */
+static volatile int tq_stop;
+static double tq_cpu, tq_wait;
+static pthread_mutex_t tq_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *tq_sleeper(void *arg)
+{
+	const struct timespec pause = { 0, 100000 };
+	cpu_set_t cpus;
+	double cpu, wait;
+
+	(void)arg;
+	CPU_ZERO(&cpus);
+	CPU_SET(1, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	while (!tq_stop) {
+		spin_ns(40000);
+		nanosleep(&pause, NULL);
+	}
+	own_schedstat(&cpu, &wait);
+	pthread_mutex_lock(&tq_lock);
+	tq_cpu += cpu;
+	tq_wait += wait;
+	pthread_mutex_unlock(&tq_lock);
+	return NULL;
+}
+
+static int timer_queued(void)
+{
+	pthread_t sleepers[4];
+	cpu_set_t cpus;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return 77;
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&sleepers[i], NULL, tq_sleeper, NULL);
+	pause_ns(1000000000L);
+	tq_stop = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(sleepers[i], NULL);
+	printf("cpu %.6f wait %.6f\n", tq_cpu, tq_wait);
 	return 0;
 }
 
@@ -1437,6 +1488,8 @@ int main(int argc, char **argv)
 		return racing_posts();
 	if (!strcmp(mode, "timer-idle"))
 		return timer_idle(0, false);
+	if (!strcmp(mode, "timer-queued"))
+		return timer_queued();
 	if (!strncmp(mode, "timer-idle-realtime-", strlen("timer-idle-realtime-"))) {
 		const char *kind = mode + strlen("timer-idle-realtime-");
 
@@ -1480,6 +1533,6 @@ int main(int argc, char **argv)
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-KIND|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-KIND|timer-queued|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
 	return 2;
 }
