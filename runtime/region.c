@@ -421,7 +421,7 @@ static void after_fork_in_child(void)
 	 * (syscall(SYS_fork), clone without CLONE_CHILD_SETTID) still has
 	 * the parent's tid there (tdshim_fetch_tid).  glibc goes on writing
 	 * that one into its locks, and so does the shim (tdshim_lock_tid). */
-	tdshim_self.tid = gettid();
+	tdshim_self.tid = tdshim_kernel_tid();
 	tdshim_self.lock_tid = tdshim_descriptor_tid();
 	if (tdshim_self.lock_tid <= 0)
 		tdshim_self.lock_tid = tdshim_self.tid;

@@ -87,6 +87,15 @@ struct tdshim_thread {
 	uint64_t sched_seen;          /* its slot's scheduling word as last applied */
 	uint64_t switches_looked_ns;  /* a condvar wait's last look at its switches (wrap_sync.c) */
 	unsigned int lifts;           /* handlers run inside its waits (thread.c, handlers) */
+	/* A wait a handler moved the thread out of, to be resumed where it
+	 * was left (wrap_handler.c, run_lifted; thread.c): pc 0 if none. */
+	struct tdshim_parked_wait {
+		uintptr_t pc, sp;       /* the interrupted context's */
+		unsigned int depth;
+		const void *scope;
+		uint32_t kind;
+		const void *object, *site;
+	} parked;
 	/* The counter clock's anchors (runtime/announce.c): anchors[anchor & 1]
 	 * is in use; a renewal writes the other one whole, then moves
 	 * `anchor`.  `check` (the xor of the other three) tells a whole one
@@ -468,9 +477,15 @@ struct tdshim_lift {
 };
 void tdshim_handler_enter(struct tdshim_lift *lift);
 void tdshim_handler_leave(struct tdshim_lift *lift);
+/* The lifted wait, left at (pc, sp) by a handler that moved its thread
+ * elsewhere, kept; and a kept wait resumed, the thread back at its point. */
+void tdshim_handler_park(const struct tdshim_lift *lift, uintptr_t pc, uintptr_t sp);
+void tdshim_handler_unpark(void);
 /* Whether the caller is the thread whose TLS it sees (not a vfork child:
  * thread.c). */
 bool tdshim_caller_owns_tls(void);
+/* The caller's tid, from the kernel through libc's syscall() (thread.c). */
+pid_t tdshim_kernel_tid(void);
 
 /* A scope for a wait of `kind` on `object`, woken through the stamps of
  * `object` (and of `second_key`, or NULL), called from `site`. */

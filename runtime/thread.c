@@ -133,9 +133,26 @@ void tdshim_probe_thread_tid(void)
 	if (!self || !field || field[0] != 8 * sizeof(pid_t) || field[1] != 1 || field[2] % sizeof(pid_t) != 0 ||
 	    field[2] > 65536 || (size && field[2] + sizeof(pid_t) > *size))
 		return;
-	if (*(const volatile pid_t *)(self + field[2]) != gettid())
+	if (*(const volatile pid_t *)(self + field[2]) != tdshim_kernel_tid())
 		return;
 	CMM_STORE_SHARED(pthread_tid_offset, (int32_t)field[2]);
+}
+
+/*
+ * The caller's tid from the kernel, through libc's syscall(): not
+ * gettid(), which a program may define itself (as code from before glibc
+ * 2.30 does): helper-73's took a pthread mutex, and the shim's start hung
+ * in it (its lock asks the tid); and the shim makes no system call from
+ * its own text (shim.h, tdshim_futex6).  errno as it was.
+ */
+pid_t tdshim_kernel_tid(void)
+{
+	long (*real)(long, ...) = tdshim_real_syscall;
+	int saved = errno;
+	long tid = real ? real(SYS_gettid) : -1;
+
+	errno = saved;
+	return tid > 0 ? (pid_t)tid : 0;
 }
 
 /* The tid glibc's descriptor holds for the caller, 0 where unknown. */
@@ -152,7 +169,7 @@ pid_t tdshim_fetch_tid(void)
 	pid_t tid = tdshim_descriptor_tid();
 
 	if (tid <= 0)
-		tid = gettid();
+		tid = tdshim_kernel_tid();
 	tdshim_self.lock_tid = tid;
 	tdshim_self.tid = tid;
 	return tid;
@@ -454,7 +471,7 @@ bool tdshim_caller_owns_tls(void)
 {
 	pid_t tid = tdshim_cached_tid();
 
-	return tdshim_in_sandbox() || tid <= 0 || gettid() == tid;
+	return tdshim_in_sandbox() || tid <= 0 || tdshim_kernel_tid() == tid;
 }
 
 void tdshim_sched_changed(pid_t tid, int policy)
@@ -1455,7 +1472,20 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 		 * clamped to it by the change. */
 		if (expiry <= since)
 			return 0;
-		return late_wake(expiry, TDSHIM_LATE_TIMER_NS, scope);
+		woken = late_wake(expiry, TDSHIM_LATE_TIMER_NS, scope);
+		/* A timed-out condvar wait sleeps again to take its mutex back
+		 * (the second key): a wake of the mutex after the timer's is
+		 * the one that ended it (helper-73: a waiter whose mutex was
+		 * held 9 ms past its timeout read RUNNABLE for it). */
+		if (scope->timed_out && scope->wake_keys[1]) {
+			unsigned int cpu = 0;
+			bool one = false;
+			uint64_t stamp = tdshim_wake_lookup(scope->wake_keys[1], woken ? woken : since, &cpu, &one);
+
+			if (stamp > woken)
+				woken = stamp;
+		}
+		return woken;
 	}
 	unsigned int waker_cpu = 0;
 	bool claimed = false;
@@ -1573,6 +1603,42 @@ TDSHIM_BLOCKING_PATH void tdshim_handler_enter(struct tdshim_lift *lift)
 	cmm_barrier();
 	self->wait_depth = 0;
 	cmm_barrier();
+}
+
+TDSHIM_BLOCKING_PATH void tdshim_handler_park(const struct tdshim_lift *lift, uintptr_t pc, uintptr_t sp)
+{
+	struct tdshim_parked_wait *parked = &tdshim_self.parked;
+
+	if (!lift->lifted)
+		return;
+	parked->pc = 0;
+	cmm_barrier();
+	parked->sp = sp;
+	parked->depth = lift->depth;
+	parked->scope = lift->scope;
+	parked->kind = lift->kind;
+	parked->object = lift->object;
+	parked->site = lift->site;
+	cmm_barrier();
+	parked->pc = pc;
+}
+
+TDSHIM_BLOCKING_PATH void tdshim_handler_unpark(void)
+{
+	struct tdshim_thread *self = &tdshim_self;
+	struct tdshim_lift back = {
+		.lifted = true,
+		.returned = true,
+		.depth = self->parked.depth,
+		.scope = self->parked.scope,
+		.kind = self->parked.kind,
+		.object = self->parked.object,
+		.site = self->parked.site,
+	};
+
+	self->parked.pc = 0;
+	cmm_barrier();
+	tdshim_handler_leave(&back);
 }
 
 TDSHIM_BLOCKING_PATH void tdshim_handler_leave(struct tdshim_lift *lift)

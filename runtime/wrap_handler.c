@@ -533,16 +533,64 @@ static void resume_point(const void *context, uintptr_t *pc, uintptr_t *sp)
 }
 
 /*
+ * Whether the interrupted code runs inside the thread's own wait: its
+ * stack pointer just below the wait's scope (the wrapper's frame, the C
+ * library's beneath it), on the same stack.  A task that clone(CLONE_VM)
+ * made without a TLS of its own sees its parent's wait in that TLS, but
+ * runs on a stack of its own (helper-71's lifted its parent, which read
+ * RUNNABLE asleep and then BLOCKED through seconds of work); so does a
+ * thread whose wait a jump the shim did not see left (its scope is a dead
+ * frame above it).  No system call (helper-73: a gettid here was a
+ * program's own, or killed by its seccomp filter).
+ */
+#define WAIT_FRAMES_MAX (64u * 1024u)
+
+static bool interrupted_in_wait(const void *context)
+{
+	uintptr_t pc, sp, scope = (uintptr_t)CMM_LOAD_SHARED(tdshim_self.outer_scope);
+
+	resume_point(context, &pc, &sp);
+	if (!sp)
+		return scope != 0;
+	return scope && sp < scope && scope - sp < WAIT_FRAMES_MAX;
+}
+
+/*
+ * A handler that moved its thread's context (pc, sp) to (pc_after,
+ * sp_after) called a function that returns to where the thread was, as
+ * Go's asynchronous preemption does: the interrupted point pushed as the
+ * return address just below the stack pointer.  The wait goes on after
+ * it (helper-73's handler ran 0.5 s so and went back into its futex).
+ */
+static bool injected_call(uintptr_t pc, uintptr_t sp, uintptr_t sp_after)
+{
+#if defined(__x86_64__)
+	uintptr_t returns_to = 0;
+
+	return sp_after < sp && sp - sp_after <= 256 &&
+	       tdshim_copy_in((const void *)sp_after, &returns_to, sizeof(returns_to)) && returns_to == pc;
+#else
+	(void)pc;
+	(void)sp;
+	(void)sp_after;
+	return false;
+#endif
+}
+
+/*
  * The program's function with the thread lifted out of the wait the
  * signal interrupted (thread.c) while it runs.  errno is the handler's
  * business; the shim's own steps leave it as it was.  Its frame is the
  * one whose cleanup runs on the way out (a return, or an unwinding
  * through it).  A handler that changed where the interrupted code
- * resumes (its context's instruction or stack: a handler that abandons
- * the wait that way, or a user-level scheduler switching to another of
- * its threads) does not go back into the wait: the thread stays lifted,
- * running, with no wait in progress (helper-71: it read BLOCKED in the
- * semaphore it had left, through seconds of work and later waits).
+ * resumes (its context's instruction or stack) moved the thread out of
+ * the wait: the thread stays lifted, running, with no wait in progress
+ * (helper-71: it read BLOCKED in the semaphore it had left, through
+ * seconds of work and later waits), and the wait is kept (parked) with
+ * the point it was left at, which a later handler that moves the thread
+ * back there resumes (a user-level scheduler switching its threads by
+ * signals; helper-73).  A call injected in front of the interrupted
+ * point is not a move: the wait resumes when it returns.
  */
 static __attribute__((noinline)) void run_lifted(tdshim_action_fn handler, int signal_number, siginfo_t *info,
 						 void *context)
@@ -557,8 +605,35 @@ static __attribute__((noinline)) void run_lifted(tdshim_action_fn handler, int s
 	if (caa_likely(handler != NULL))
 		handler(signal_number, info, context);
 	resume_point(context, &pc_after, &sp_after);
-	lift.resumed_elsewhere = pc_after != pc || sp_after != sp;
 	lift.returned = true;
+	if (caa_likely(pc_after == pc && sp_after == sp) || injected_call(pc, sp, sp_after))
+		return;
+	lift.resumed_elsewhere = true;
+	/* (The shim's own steps leave errno as the handler left it.) */
+	int handlers_errno = *tdshim_errno();
+
+	if (tdshim_self.parked.pc && tdshim_self.parked.pc == pc_after && tdshim_self.parked.sp == sp_after)
+		tdshim_handler_unpark();
+	else
+		tdshim_handler_park(&lift, pc, sp);
+	*tdshim_errno() = handlers_errno;
+}
+
+/* A handler outside a wait while one is parked: moved back to the point
+ * the parked wait was left at, the thread is in that wait again. */
+static __attribute__((noinline)) void run_watching_parked(tdshim_action_fn handler, int signal_number,
+							  siginfo_t *info, void *context)
+{
+	uintptr_t pc, sp;
+
+	if (caa_likely(handler != NULL))
+		handler(signal_number, info, context);
+	resume_point(context, &pc, &sp);
+	if (tdshim_self.parked.pc == pc && tdshim_self.parked.sp == sp) {
+		TDSHIM_SAVE_ERRNO();
+		tdshim_handler_unpark();
+		TDSHIM_RESTORE_ERRNO();
+	}
 }
 
 /*
@@ -568,11 +643,9 @@ static __attribute__((noinline)) void run_lifted(tdshim_action_fn handler, int s
  * as without the shim (helper-71: 128 bytes of a trampoline's frames
  * overflowed an alternate stack the bare program's handler fitted on,
  * and the handler's caller, __builtin_return_address or a backtrace's
- * frame, was the shim).  Inside a wait that the thread owns (not a task
- * that clone(CLONE_VM) made without a TLS of its own, which runs on its
- * parent's: helper-71's lifted its parent's record, which then read
- * BLOCKED through seconds of work), with room for it, the handler runs
- * lifted, one frame deeper.
+ * frame, was the shim).  Inside a wait that the interrupted code is in,
+ * with room for it, the handler runs lifted, one frame deeper; with a
+ * wait parked, it runs watched.
  */
 #define TDSHIM_TRAMPOLINE(slot)                                                                     \
 	static void trampoline_##slot(int signal_number, siginfo_t *info, void *context)               \
@@ -581,8 +654,12 @@ static __attribute__((noinline)) void run_lifted(tdshim_action_fn handler, int s
 			(tdshim_action_fn)CMM_LOAD_SHARED(program_handlers[slot][signal_number]);   \
                                                                                                     \
 		if (caa_unlikely(tdshim_self.wait_depth != 0) && room_to_lift(context) &&           \
-		    tdshim_caller_owns_tls()) {                                                     \
+		    interrupted_in_wait(context)) {                                                 \
 			run_lifted(handler, signal_number, info, context);                          \
+			return;                                                                     \
+		}                                                                                   \
+		if (caa_unlikely(tdshim_self.parked.pc != 0)) {                                     \
+			run_watching_parked(handler, signal_number, info, context);                 \
 			return;                                                                     \
 		}                                                                                   \
 		if (caa_likely(handler != NULL))                                                    \

@@ -620,6 +620,9 @@ static inline __attribute__((always_inline)) int cond_timedwait_from(pthread_con
 		if (error == ETIMEDOUT) {
 			tdshim_scope_.deadline_ns = tdshim_deadline_at(cond_clock(cond), abstime);
 			tdshim_scope_.timed_out = true;
+			/* It took the mutex back after the timer, maybe asleep
+			 * on it (thread.c, wait_woken). */
+			tdshim_scope_.wake_keys[1] = mutex;
 		}
 	}
 	cond_wait_ends(&tracking, true, error);
@@ -650,6 +653,7 @@ TDSHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *
 		if (error == ETIMEDOUT) {
 			tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, abstime);
 			tdshim_scope_.timed_out = true;
+			tdshim_scope_.wake_keys[1] = mutex;
 		}
 	}
 	cond_wait_ends(&tracking, true, error);

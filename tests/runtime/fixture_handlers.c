@@ -8,7 +8,8 @@
  * and handlers that interrupt waits: returning (EINTR or restarted),
  * waiting themselves, jumping out, ending the thread.
  * usage: rt_handlers [seccomp-mask|seccomp-vfork|seccomp-refuse|fifo|stale-scope|
- *                     resumed-elsewhere|clone-vm];
+ *                     resumed-elsewhere|clone-vm|clone-vm-sandboxed|injected-call|
+ *                     switch-back|relock|seccomp-gettid];
  * rt_handlers_own_mask
  * (built with RT_OWN_SIGMASK: its own pthread_sigmask, sigprocmask and
  * sigemptyset, counted)
@@ -1170,6 +1171,297 @@ static int clone_vm(void)
 	printf("parent_after=%s\n", fx_state_name(record.state));
 	return 0;
 }
+
+/* The same under a seccomp filter the shim knows of (installed through
+ * libc's prctl): no system call tells the child apart there either
+ * (helper-73: gettid was skipped in a sandbox, and the parent lifted). */
+static int clone_vm_sandboxed(void)
+{
+	if (install_filter(false))
+		return 0;
+	return clone_vm();
+}
+
+/*
+ * A call injected in front of the interrupted point (mode injected-call,
+ * shim only), as Go's asynchronous preemption does: the handler pushes
+ * the interrupted instruction as the return address of a function of its
+ * own, which works and returns into the sem_wait's futex call (restarted:
+ * SA_RESTART).  The thread is back in its wait after it (helper-73:
+ * 28561a3's shim read it RUNNABLE for the 5.5 s it slept on).
+ */
+static volatile int injected_done;
+
+void injected_work(void) __attribute__((visibility("hidden"), used));
+void injected_work(void)
+{
+	uint64_t start = __builtin_ia32_rdtsc();
+
+	while (__builtin_ia32_rdtsc() - start < 20000000u)
+		;
+	injected_done = 1;
+}
+
+/* Every register as it was: the futex call it returns into restarts. */
+__asm__(".text\n"
+	".type injected_stub, @function\n"
+	"injected_stub:\n"
+	"	pushfq\n"
+	"	push %rax\n	push %rcx\n	push %rdx\n	push %rsi\n	push %rdi\n"
+	"	push %r8\n	push %r9\n	push %r10\n	push %r11\n	push %rbx\n"
+	"	mov %rsp, %rbx\n"
+	"	and $-16, %rsp\n"
+	"	call injected_work\n"
+	"	mov %rbx, %rsp\n"
+	"	pop %rbx\n	pop %r11\n	pop %r10\n	pop %r9\n	pop %r8\n"
+	"	pop %rdi\n	pop %rsi\n	pop %rdx\n	pop %rcx\n	pop %rax\n"
+	"	popfq\n"
+	"	ret\n"
+	".size injected_stub, .-injected_stub\n");
+void injected_stub(void);
+
+static void inject(int signal_number, siginfo_t *info, void *context)
+{
+	ucontext_t *interrupted = context;
+	greg_t sp = interrupted->uc_mcontext.gregs[REG_RSP] - 8;
+
+	(void)signal_number;
+	(void)info;
+	*(greg_t *)sp = interrupted->uc_mcontext.gregs[REG_RIP];
+	interrupted->uc_mcontext.gregs[REG_RSP] = sp;
+	interrupted->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)injected_stub;
+}
+
+static pid_t waiter_tid;
+
+static void *sem_waiter_once(void *argument)
+{
+	(void)argument;
+	__atomic_store_n(&waiter_tid, fx_gettid(), __ATOMIC_SEQ_CST);
+	int result = sem_wait(&semaphore);
+	printf("waiter_returned=%d\n", result);
+	return NULL;
+}
+
+static pid_t start_sem_waiter(pthread_t *thread)
+{
+	pid_t tid;
+
+	sem_init(&semaphore, 0, 0);
+	pthread_create(thread, NULL, sem_waiter_once, NULL);
+	while (!(tid = __atomic_load_n(&waiter_tid, __ATOMIC_SEQ_CST)))
+		sched_yield();
+	fx_wait_state(tid, TDSTAT_STATE_BLOCKED);
+	return tid;
+}
+
+static void settle(void)
+{
+	struct timespec moment = { 0, 30000000 };
+
+	nanosleep(&moment, NULL);
+}
+
+static int injected_call(void)
+{
+	struct sigaction action = { .sa_sigaction = inject, .sa_flags = SA_SIGINFO | SA_RESTART };
+	pthread_t thread;
+
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGUSR1, &action, NULL);
+	pid_t tid = start_sem_waiter(&thread);
+
+	pthread_kill(thread, SIGUSR1);
+	while (!injected_done)
+		sched_yield();
+	settle();
+	struct fx_record record = fx_record_of(tid);
+	printf("after_injected_call=%s %s\n", fx_state_name(record.state), fx_kind_name(record.kind));
+	sem_post(&semaphore);
+	pthread_join(thread, NULL);
+	return 0;
+}
+
+/*
+ * A user-level scheduler switching by signals (mode switch-back, shim
+ * only): one handler moves the thread out of sem_wait onto a function of
+ * its own stack, a later one puts its registers back, into the futex call
+ * (restarted).  Running between the two, BLOCKED in the semaphore after
+ * (helper-73: 28561a3's shim read it RUNNABLE asleep for 5 s).
+ */
+static gregset_t switched_out;
+static char green_stack[65536] __attribute__((aligned(16)));
+static volatile int green_running, green_leave;
+
+static __attribute__((noreturn, used)) void green(void)
+{
+	green_running = 1;
+	while (!green_leave)
+		;
+	syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), SIGUSR2);
+	for (;;)
+		;
+}
+
+static void switch_out(int signal_number, siginfo_t *info, void *context)
+{
+	ucontext_t *interrupted = context;
+
+	(void)signal_number;
+	(void)info;
+	memcpy(switched_out, interrupted->uc_mcontext.gregs, sizeof(switched_out));
+	interrupted->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)green;
+	interrupted->uc_mcontext.gregs[REG_RSP] = (greg_t)(uintptr_t)(green_stack + sizeof(green_stack) - 8);
+}
+
+static void switch_back(int signal_number, siginfo_t *info, void *context)
+{
+	ucontext_t *interrupted = context;
+
+	(void)signal_number;
+	(void)info;
+	memcpy(interrupted->uc_mcontext.gregs, switched_out, sizeof(switched_out));
+}
+
+static int switch_back_mode(void)
+{
+	struct sigaction out = { .sa_sigaction = switch_out, .sa_flags = SA_SIGINFO | SA_RESTART },
+			 back = { .sa_sigaction = switch_back, .sa_flags = SA_SIGINFO };
+	pthread_t thread;
+
+	sigemptyset(&out.sa_mask);
+	sigemptyset(&back.sa_mask);
+	sigaction(SIGUSR1, &out, NULL);
+	sigaction(SIGUSR2, &back, NULL);
+	pid_t tid = start_sem_waiter(&thread);
+
+	pthread_kill(thread, SIGUSR1);
+	while (!green_running)
+		sched_yield();
+	settle();
+	struct fx_record record = fx_record_of(tid);
+	printf("switched_out=%s\n", fx_state_name(record.state));
+	green_leave = 1;
+	fx_wait_state(tid, TDSTAT_STATE_BLOCKED);
+	settle();
+	record = fx_record_of(tid);
+	printf("switched_back=%s %s\n", fx_state_name(record.state), fx_kind_name(record.kind));
+	sem_post(&semaphore);
+	pthread_join(thread, NULL);
+	return 0;
+}
+
+/*
+ * A timed condvar wait that times out while another thread holds the
+ * mutex (mode relock, shim only): the call sleeps on to take the mutex
+ * back, and that sleep is the wait's too (helper-73: counted RUNNABLE
+ * from the timer on, 0.89 of a thread the kernel saw asleep).
+ */
+static volatile int relock_stop;
+static pthread_mutex_t relock_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t relock_condition = PTHREAD_COND_INITIALIZER;
+
+static void *relock_waiter(void *argument)
+{
+	(void)argument;
+	while (!relock_stop) {
+		struct timespec deadline;
+
+		pthread_mutex_lock(&relock_mutex);
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_nsec += 1000000;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&relock_condition, &relock_mutex, &deadline);
+		pthread_mutex_unlock(&relock_mutex);
+	}
+	return NULL;
+}
+
+static void *relock_holder(void *argument)
+{
+	struct timespec hold = { 0, 9000000 }, rest = { 0, 300000 };
+
+	(void)argument;
+	while (!relock_stop) {
+		nanosleep(&rest, NULL);
+		pthread_mutex_lock(&relock_mutex);
+		nanosleep(&hold, NULL);
+		pthread_mutex_unlock(&relock_mutex);
+	}
+	return NULL;
+}
+
+static int relock(void)
+{
+	pthread_t waiter, holder;
+	struct timespec warm = { 0, 100000000 }, measured = { 0, 500000000 };
+
+	pthread_create(&waiter, NULL, relock_waiter, NULL);
+	pthread_create(&holder, NULL, relock_holder, NULL);
+	nanosleep(&warm, NULL);
+	fx_enable();
+	fx_reset();
+	nanosleep(&measured, NULL);
+	struct fx_snapshot snapshot = fx_snapshot();
+	relock_stop = 1;
+	pthread_join(waiter, NULL);
+	pthread_join(holder, NULL);
+	double runnable = snapshot.window_ns ? (double)snapshot.runnable_ns / (double)snapshot.window_ns : -1;
+	/* The kernel: 0.01-0.03 (the holder's and the waiter's CPU). */
+	printf("relock_asleep=%s\n", runnable >= 0 && runnable < 0.3 ? "yes" : "no");
+	fprintf(stderr, "relock: runnable %.3f\n", runnable);
+	return 0;
+}
+
+/* A seccomp filter that kills on gettid, installed by system calls of the
+ * program's own that the shim does not see (mode seccomp-gettid): a
+ * handler inside a wait still runs (helper-73: the lift's gettid killed
+ * the program). */
+/* (The fourth and fifth arguments 0: prctl checks them.) */
+static long raw_syscall3(long number, long a, long b, long c)
+{
+	long result;
+	register long fourth __asm__("r10") = 0;
+	register long fifth __asm__("r8") = 0;
+
+	__asm__ volatile("syscall"
+			 : "=a"(result)
+			 : "a"(number), "D"(a), "S"(b), "d"(c), "r"(fourth), "r"(fifth)
+			 : "rcx", "r11", "memory");
+	return result;
+}
+
+static int seccomp_gettid(void)
+{
+	struct sock_filter no_gettid[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_gettid, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog program = { 4, no_gettid };
+	struct sigaction action = { .sa_handler = counting };
+	struct itimerspec in = { .it_value = { 0, 20000000 } };
+	struct sigevent event = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM };
+	struct timespec long_sleep = { 0, 200000000 };
+	timer_t timer;
+
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGALRM, &action, NULL);
+	timer_create(CLOCK_MONOTONIC, &event, &timer);
+	if (raw_syscall3(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0) != 0 ||
+	    raw_syscall3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&program) != 0) {
+		printf("filter=refused\n");
+		return 0;
+	}
+	timer_settime(timer, 0, &in, NULL);
+	nanosleep(&long_sleep, NULL);
+	printf("handled_under_filter=%d\n", (int)handled);
+	return 0;
+}
 #endif
 
 #ifdef RT_OWN_SIGMASK
@@ -1201,10 +1493,38 @@ int sigemptyset(sigset_t *set)
 	return 0;
 }
 
+/* And its own gettid(), as code written before glibc 2.30 has, taking a
+ * lock (helper-73: the shim's start hung in it, and its handlers called
+ * it inside waits). */
+static int own_gettid_calls;
+static pthread_mutex_t own_gettid_lock = PTHREAD_MUTEX_INITIALIZER;
+
+pid_t gettid(void)
+{
+	pthread_mutex_lock(&own_gettid_lock);
+	own_gettid_calls++;
+	pthread_mutex_unlock(&own_gettid_lock);
+	return (pid_t)syscall(SYS_gettid);
+}
+
 static int own_mask(void)
 {
 	struct sigaction action;
 
+	memset(&action, 0, sizeof(action));
+	action.sa_handler = counting;
+	sigaction(SIGALRM, &action, NULL);
+	/* A handler inside a wait: the shim's lift. */
+	struct itimerspec in = { .it_value = { 0, 20000000 } };
+	struct sigevent event = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM };
+	struct timespec long_sleep = { 0, 200000000 };
+	timer_t timer;
+
+	timer_create(CLOCK_MONOTONIC, &event, &timer);
+	timer_settime(timer, 0, &in, NULL);
+	nanosleep(&long_sleep, NULL);
+	timer_delete(timer);
+	printf("own_gettid_calls=%d handled %d\n", own_gettid_calls, (int)handled);
 	memset(&action, 0, sizeof(action));
 	action.sa_handler = one;
 	sigaction(SIGUSR1, &action, NULL);
@@ -1236,6 +1556,16 @@ int main(int argc, char **argv)
 		return resumed_elsewhere();
 	if (argc > 1 && !strcmp(argv[1], "clone-vm"))
 		return clone_vm();
+	if (argc > 1 && !strcmp(argv[1], "clone-vm-sandboxed"))
+		return clone_vm_sandboxed();
+	if (argc > 1 && !strcmp(argv[1], "injected-call"))
+		return injected_call();
+	if (argc > 1 && !strcmp(argv[1], "switch-back"))
+		return switch_back_mode();
+	if (argc > 1 && !strcmp(argv[1], "relock"))
+		return relock();
+	if (argc > 1 && !strcmp(argv[1], "seccomp-gettid"))
+		return seccomp_gettid();
 #endif
 #ifdef RT_OWN_SIGMASK
 	return own_mask();

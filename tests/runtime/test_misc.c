@@ -498,27 +498,79 @@ Test(lifecycle, a_handler_that_resumes_elsewhere_leaves_the_wait)
 	rt_free(&out);
 }
 
-Test(lifecycle, a_clone_on_its_parents_tls_does_not_lift_the_parent)
+static void expect_parent_not_lifted(const char *mode)
 {
 	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
-	const char *args[] = { "clone-vm", NULL };
+	const char *args[] = { mode, NULL };
 	struct rt_output out = rt_run("rt_handlers", args, env);
 
 	rt_expect_string(&out, "parent_while_clone_handles", "BLOCKED cond");
 	rt_expect_string(&out, "parent_after", "RUNNABLE");
 	rt_free(&out);
 }
+
+/* (and under a filter the shim knows of: helper-73) */
+Test(lifecycle, a_clone_on_its_parents_tls_does_not_lift_the_parent)
+{
+	expect_parent_not_lifted("clone-vm");
+	expect_parent_not_lifted("clone-vm-sandboxed");
+}
+
+/* helper-73's breaks of 28561a3, shim only: a call injected in front of
+ * the interrupted point returns into the wait, which goes on; a handler
+ * that switches the thread out of its wait and a later one that switches
+ * it back; and a timed-out condvar wait asleep on its mutex after the
+ * timer (b302ae5 counted it RUNNABLE from the timer on: 0.895). */
+Test(lifecycle, a_wait_resumes_after_an_injected_call_or_a_switch_back)
+{
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	const char *injected[] = { "injected-call", NULL }, *switched[] = { "switch-back", NULL };
+	struct rt_output out = rt_run("rt_handlers", injected, env);
+
+	rt_expect_string(&out, "after_injected_call", "BLOCKED sem");
+	rt_expect_string(&out, "waiter_returned", "0");
+	rt_free(&out);
+	out = rt_run("rt_handlers", switched, env);
+	rt_expect_string(&out, "switched_out", "RUNNABLE");
+	rt_expect_string(&out, "switched_back", "BLOCKED sem");
+	rt_expect_string(&out, "waiter_returned", "0");
+	rt_free(&out);
+}
+
+Test(lifecycle, a_timed_out_condvar_wait_asleep_on_its_mutex_is_blocked)
+{
+	const char *env[] = { "TDSTAT_ENABLE=1", NULL };
+	const char *args[] = { "relock", NULL };
+	struct rt_output out = rt_run("rt_handlers", args, env);
+
+	rt_expect_string(&out, "relock_asleep", "yes");
+	rt_free(&out);
+}
+
+/* A filter the shim does not see kills on gettid: a handler inside a
+ * wait runs as bare (28561a3's lift asked gettid: SIGSYS). */
+Test(lifecycle, signal_handlers_inside_waits_make_no_system_call_under_an_unseen_filter)
+{
+	struct rt_output bare;
+
+	expect_as_bare("seccomp-gettid", &bare);
+	rt_expect_string(&bare, "handled_under_filter", "1");
+	rt_free(&bare);
+}
 #endif
 
 /* A program with its own pthread_sigmask (which calls sigaction),
- * sigprocmask and sigemptyset: the shim calls none of them (600f954's
- * recursed until the stack ran out). */
+ * sigprocmask, sigemptyset and gettid: the shim calls none of them
+ * (600f954's recursed until the stack ran out). */
 Test(lifecycle, signal_handlers_call_no_mask_function_of_the_program)
 {
 	struct rt_output bare;
 
 	expect_program_as_bare("rt_handlers_own_mask", NULL, &bare);
 	rt_expect_string(&bare, "own_mask_calls", "0");
+	/* Nor its gettid, which takes a lock (helper-73: the shim's start
+	 * hung in it; the lift called it). */
+	rt_expect_string(&bare, "own_gettid_calls", "0 handled 1");
 	rt_free(&bare);
 }
 
