@@ -168,7 +168,7 @@ TDSHIM_BLOCKING_PATH void tdshim_record_change(struct tdstat_record *record, con
 	uint64_t now = clocked ? tdshim_announce(record, old->since_ns) : 0;
 	TDSHIM_PROFILE_END(announce, TDSHIM_PROFILE_ANNOUNCE);
 	if (clocked)
-		tdshim_cpu_busy_note(now);
+		tdshim_cpu_busy_note(now, change->state == TDSTAT_STATE_RUNNABLE);
 
 	*next = *old;
 	*next_detail = detail->copy[seq & 1];

@@ -1429,12 +1429,14 @@ static uint64_t late_wake(uint64_t woken, uint64_t bound, const struct tdshim_wa
 
 	if (now < woken || now - woken >= bound)
 		return woken;
-	/* Another thread of ours changed state on this CPU since: it was
-	 * awake, running it, and this one queued from `woken` (helper-72:
-	 * eight Java threads in parkNanos(100 us) with 40 us of work each
-	 * on 2 CPUs read 0.57-0.73 of the kernel, their run-queue waits of
-	 * 50-250 us counted asleep). */
-	if (tdshim_cpu_busy_after(woken))
+	/* This CPU ran a thread of ours at `woken`: it was awake, and this
+	 * one queued from then (helper-72: eight Java threads in
+	 * parkNanos(100 us) with 40 us of work each on 2 CPUs read
+	 * 0.57-0.73 of the kernel, their run-queue waits of 50-250 us
+	 * counted asleep; helper-74: four timers a halted CPU fired late at
+	 * once, counted from the expiry by a change after it, read
+	 * 1.3-4.3x). */
+	if (tdshim_cpu_busy_at(woken))
 		return woken;
 	uint64_t credit = CMM_LOAD_SHARED(credit_of(scope->kind)->credit_ns);
 
@@ -1474,10 +1476,14 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 			return 0;
 		woken = late_wake(expiry, TDSHIM_LATE_TIMER_NS, scope);
 		/* A timed-out condvar wait sleeps again to take its mutex back
-		 * (the second key): a wake of the mutex after the timer's is
-		 * the one that ended it (helper-73: a waiter whose mutex was
-		 * held 9 ms past its timeout read RUNNABLE for it). */
-		if (scope->timed_out && scope->wake_keys[1]) {
+		 * (the second key) when another thread holds it: a wake of the
+		 * mutex after the timer's ended that sleep (helper-73: a waiter
+		 * whose mutex was held 9 ms past its timeout read RUNNABLE for
+		 * it).  Only for a return long after the timer: the mutex's
+		 * wakes of other threads while this one waited for a CPU are
+		 * not its own (helper-74: 0.35-0.51 of the kernel, taking them;
+		 * 1.19-1.28 counting from the timer). */
+		if (scope->timed_out && scope->wake_keys[1] && tdshim_stamp_ns() - woken > TDSHIM_RELOCK_SLEEP_NS) {
 			unsigned int cpu = 0;
 			bool one = false;
 			uint64_t stamp = tdshim_wake_lookup(scope->wake_keys[1], woken ? woken : since, &cpu, &one);

@@ -612,10 +612,13 @@ static __attribute__((noinline)) void run_lifted(tdshim_action_fn handler, int s
 	/* (The shim's own steps leave errno as the handler left it.) */
 	int handlers_errno = *tdshim_errno();
 
+	/* Back to the parked wait: that one resumes, and this one is
+	 * parked in its place (two contexts of a user-level scheduler that
+	 * both wait; helper-74: the one left was dropped, and its sleep read
+	 * RUNNABLE half the time).  One parked wait a thread. */
 	if (tdshim_self.parked.pc && tdshim_self.parked.pc == pc_after && tdshim_self.parked.sp == sp_after)
 		tdshim_handler_unpark();
-	else
-		tdshim_handler_park(&lift, pc, sp);
+	tdshim_handler_park(&lift, pc, sp);
 	*tdshim_errno() = handlers_errno;
 }
 
@@ -645,7 +648,10 @@ static __attribute__((noinline)) void run_watching_parked(tdshim_action_fn handl
  * and the handler's caller, __builtin_return_address or a backtrace's
  * frame, was the shim).  Inside a wait that the interrupted code is in,
  * with room for it, the handler runs lifted, one frame deeper; with a
- * wait parked, it runs watched.
+ * wait parked, and room, it runs watched, one frame deeper too: a
+ * handler that fills its alternate stack to its last 64 bytes overflows
+ * it there (helper-74, a wait parked for good: a handler moved its
+ * thread out of it and none moved it back; DESIGN.md).
  */
 #define TDSHIM_TRAMPOLINE(slot)                                                                     \
 	static void trampoline_##slot(int signal_number, siginfo_t *info, void *context)               \
@@ -658,7 +664,7 @@ static __attribute__((noinline)) void run_watching_parked(tdshim_action_fn handl
 			run_lifted(handler, signal_number, info, context);                          \
 			return;                                                                     \
 		}                                                                                   \
-		if (caa_unlikely(tdshim_self.parked.pc != 0)) {                                     \
+		if (caa_unlikely(tdshim_self.parked.pc != 0) && room_to_lift(context)) {            \
 			run_watching_parked(handler, signal_number, info, context);                 \
 			return;                                                                     \
 		}                                                                                   \

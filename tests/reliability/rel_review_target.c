@@ -39,6 +39,8 @@
  *                  clock_nanosleep TIMER_ABSTIME (clock)
  *   timer-queued   four threads on CPU 1, each 40 us of work and a 100 us
  *                  nanosleep, for 1 s; prints their kernel figures, summed
+ *   timer-herd     four threads on CPU 1 asleep to one deadline every 1 ms,
+ *                  no work, for 2 s; their kernel figures, summed
  *   timer-slack    timer-idle for 2 s with the thread's timer slack 1 ms, set
  *                  by itself through prctl()
  *   timer-slack-inherited  the same with main's slack set to 1 ms
@@ -777,6 +779,62 @@ static int timer_queued(void)
 	return 0;
 }
 
+/* ---- timer-herd: four threads on one CPU asleep to the same deadline
+ * every millisecond, with no work: a halted CPU fires the four timers
+ * late at once ---- */
+static volatile int th_stop;
+static double th_cpu, th_wait;
+static pthread_mutex_t th_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct timespec th_start;
+
+static void *th_sleeper(void *arg)
+{
+	struct timespec deadline = th_start;
+	cpu_set_t cpus;
+	double cpu, wait;
+
+	(void)arg;
+	CPU_ZERO(&cpus);
+	CPU_SET(1, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	while (!th_stop) {
+		deadline.tv_nsec += 1000000;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL);
+	}
+	own_schedstat(&cpu, &wait);
+	pthread_mutex_lock(&th_lock);
+	th_cpu += cpu;
+	th_wait += wait;
+	pthread_mutex_unlock(&th_lock);
+	return NULL;
+}
+
+static int timer_herd(void)
+{
+	pthread_t sleepers[4];
+	cpu_set_t cpus;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return 77;
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	clock_gettime(CLOCK_MONOTONIC, &th_start);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&sleepers[i], NULL, th_sleeper, NULL);
+	/* Two seconds: the kernel's figures are a tenth of a second a second. */
+	pause_ns(2000000000L);
+	th_stop = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(sleepers[i], NULL);
+	printf("cpu %.6f wait %.6f\n", th_cpu, th_wait);
+	return 0;
+}
+
 /* ---- timer-realtime, timer-realtime-other, timer-realtime-left,
  * timer-realtime-syscall: a real-time thread's timers get no slack, and
  * leaving real time gives a thread its default slack back ---- */
@@ -1490,6 +1548,8 @@ int main(int argc, char **argv)
 		return timer_idle(0, false);
 	if (!strcmp(mode, "timer-queued"))
 		return timer_queued();
+	if (!strcmp(mode, "timer-herd"))
+		return timer_herd();
 	if (!strncmp(mode, "timer-idle-realtime-", strlen("timer-idle-realtime-"))) {
 		const char *kind = mode + strlen("timer-idle-realtime-");
 
@@ -1533,6 +1593,6 @@ int main(int argc, char **argv)
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-KIND|timer-queued|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-KIND|timer-queued|timer-herd|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
 	return 2;
 }

@@ -9,7 +9,7 @@
  * waiting themselves, jumping out, ending the thread.
  * usage: rt_handlers [seccomp-mask|seccomp-vfork|seccomp-refuse|fifo|stale-scope|
  *                     resumed-elsewhere|clone-vm|clone-vm-sandboxed|injected-call|
- *                     switch-back|relock|seccomp-gettid];
+ *                     switch-back|two-green|relock|seccomp-gettid];
  * rt_handlers_own_mask
  * (built with RT_OWN_SIGMASK: its own pthread_sigmask, sigprocmask and
  * sigemptyset, counted)
@@ -1352,6 +1352,63 @@ static int switch_back_mode(void)
 }
 
 /*
+ * Two contexts of a user-level scheduler that both wait, swapped by a
+ * signal (mode two-green, shim only): the thread's own sem_wait and a
+ * function on a stack of its own that waits on another semaphore.  The
+ * thread is asleep throughout, in one or the other (helper-74: the wait
+ * left at a swap back was dropped, and the next swap read RUNNABLE).
+ */
+static gregset_t contexts[2];
+static int context_now;
+static volatile int second_started;
+static sem_t second_semaphore;
+
+static __attribute__((noreturn, used)) void second_context(void)
+{
+	second_started = 1;
+	for (;;)
+		sem_wait(&second_semaphore);
+}
+
+static void swap_contexts(int signal_number, siginfo_t *info, void *context)
+{
+	ucontext_t *interrupted = context;
+
+	(void)signal_number;
+	(void)info;
+	memcpy(contexts[context_now], interrupted->uc_mcontext.gregs, sizeof(contexts[0]));
+	context_now ^= 1;
+	if (!second_started) {
+		interrupted->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)second_context;
+		interrupted->uc_mcontext.gregs[REG_RSP] =
+			(greg_t)(uintptr_t)(green_stack + sizeof(green_stack) - 8);
+		return;
+	}
+	memcpy(interrupted->uc_mcontext.gregs, contexts[context_now], sizeof(contexts[0]));
+}
+
+static int two_green(void)
+{
+	struct sigaction swap = { .sa_sigaction = swap_contexts, .sa_flags = SA_SIGINFO | SA_RESTART };
+	pthread_t thread;
+	const char *states[4];
+
+	sigemptyset(&swap.sa_mask);
+	sigaction(SIGUSR1, &swap, NULL);
+	sem_init(&second_semaphore, 0, 0);
+	pid_t tid = start_sem_waiter(&thread);
+
+	for (int i = 0; i < 4; i++) {
+		pthread_kill(thread, SIGUSR1);
+		settle();
+		states[i] = fx_state_name(fx_record_of(tid).state);
+	}
+	printf("two_green=%s %s %s %s\n", states[0], states[1], states[2], states[3]);
+	fflush(stdout);
+	_exit(0);
+}
+
+/*
  * A timed condvar wait that times out while another thread holds the
  * mutex (mode relock, shim only): the call sleeps on to take the mutex
  * back, and that sleep is the wait's too (helper-73: counted RUNNABLE
@@ -1562,6 +1619,8 @@ int main(int argc, char **argv)
 		return injected_call();
 	if (argc > 1 && !strcmp(argv[1], "switch-back"))
 		return switch_back_mode();
+	if (argc > 1 && !strcmp(argv[1], "two-green"))
+		return two_green();
 	if (argc > 1 && !strcmp(argv[1], "relock"))
 		return relock();
 	if (argc > 1 && !strcmp(argv[1], "seccomp-gettid"))

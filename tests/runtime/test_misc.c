@@ -535,6 +535,11 @@ Test(lifecycle, a_wait_resumes_after_an_injected_call_or_a_switch_back)
 	rt_expect_string(&out, "switched_back", "BLOCKED sem");
 	rt_expect_string(&out, "waiter_returned", "0");
 	rt_free(&out);
+	/* Two contexts that both wait, swapped four times (helper-74). */
+	const char *two[] = { "two-green", NULL };
+	out = rt_run("rt_handlers", two, env);
+	rt_expect_string(&out, "two_green", "BLOCKED BLOCKED BLOCKED BLOCKED");
+	rt_free(&out);
 }
 
 Test(lifecycle, a_timed_out_condvar_wait_asleep_on_its_mutex_is_blocked)
