@@ -282,9 +282,6 @@ int tdshim_thrd_result(int error);
  * why). */
 #define TDSHIM_REMOTE_WAKE_NS UINT64_C(50000)  /* from another CPU */
 #define TDSHIM_LATE_TIMER_NS UINT64_C(250000)  /* a timer's */
-/* A timed-out condvar wait that returns this long after its timer slept
- * to take its mutex back (thread.c, wait_woken). */
-#define TDSHIM_RELOCK_SLEEP_NS UINT64_C(2000000)
 /* The kernel's cap on a readiness wait's timer slack (MAX_SLACK, fs/select.c). */
 #define TDSHIM_MAX_POLL_SLACK_NS UINT64_C(100000000)
 static inline void tdshim_wake_stamp_if_gathering(const void *object)

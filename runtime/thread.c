@@ -1475,15 +1475,11 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 		if (expiry <= since)
 			return 0;
 		woken = late_wake(expiry, TDSHIM_LATE_TIMER_NS, scope);
-		/* A timed-out condvar wait sleeps again to take its mutex back
-		 * (the second key) when another thread holds it: a wake of the
-		 * mutex after the timer's ended that sleep (helper-73: a waiter
-		 * whose mutex was held 9 ms past its timeout read RUNNABLE for
-		 * it).  Only for a return long after the timer: the mutex's
-		 * wakes of other threads while this one waited for a CPU are
-		 * not its own (helper-74: 0.35-0.51 of the kernel, taking them;
-		 * 1.19-1.28 counting from the timer). */
-		if (scope->timed_out && scope->wake_keys[1] && tdshim_stamp_ns() - woken > TDSHIM_RELOCK_SLEEP_NS) {
+		/* A timed-out condvar wait that slept again to take its mutex
+		 * back (the second key, set only then: wrap_sync.c,
+		 * cond_timed_out): a wake of the mutex after the timer's ended
+		 * that sleep. */
+		if (scope->timed_out && scope->wake_keys[1]) {
 			unsigned int cpu = 0;
 			bool one = false;
 			uint64_t stamp = tdshim_wake_lookup(scope->wake_keys[1], woken ? woken : since, &cpu, &one);

@@ -525,13 +525,40 @@ static inline bool cond_switches_before(bool wakes_waiter, long *count)
 	return voluntary_switches(count);
 }
 
-/* After the real call, inside the scope: a wait that never slept. */
-static inline void cond_switches_after(struct tdshim_wait_scope *scope, bool looked, long before)
+/* After the real call, inside the scope: a wait that never slept.  The
+ * sleeps the call made (-1: not looked at). */
+static inline long cond_switches_after(struct tdshim_wait_scope *scope, bool looked, long before)
 {
 	long after;
 
-	if (caa_unlikely(looked) && voluntary_switches(&after) && after == before)
+	if (caa_likely(!looked) || !voluntary_switches(&after))
+		return -1;
+	if (after == before)
 		scope->never_slept = true;
+	return after - before;
+}
+
+/*
+ * A timed wait that timed out takes its mutex back, and sleeps for it
+ * when another thread holds it: a wake of the mutex after the timer then
+ * ended the wait (thread.c, wait_woken; helper-73: a waiter whose mutex
+ * was held 9 ms past its timeout read 0.89 runnable, asleep).  Only when
+ * the call slept twice (the condvar's sleep and the mutex's), as its
+ * count of voluntary switches says: a return late for another reason
+ * (its CPU busy with another program, or a mutex taken at once after a
+ * wait for a CPU) took other threads' wakes of the mutex for its own
+ * (helper-74, helper-75: 0.23-0.67 of the kernel).  Timed waits look at
+ * that count as the waits that wake a waiter do, at most once per
+ * SWITCHES_LOOK_SPACING_NS of the thread's time; a wait not looked at
+ * counts from its timer.
+ */
+static inline void cond_timed_out(struct tdshim_wait_scope *scope, pthread_mutex_t *mutex, clockid_t clock,
+				  const struct timespec *abstime, long sleeps)
+{
+	scope->deadline_ns = tdshim_deadline_at(clock, abstime);
+	scope->timed_out = true;
+	if (sleeps >= 2)
+		scope->wake_keys[1] = mutex;
 }
 
 /*
@@ -610,20 +637,17 @@ static inline __attribute__((always_inline)) int cond_timedwait_from(pthread_con
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_timedwait);
 	cond_wait_begins(&tracking, cond, mutex);
 	long switches = 0;
-	bool look = cond_switches_before(stamp_mutex_waiter(mutex), &switches);
+	(void)stamp_mutex_waiter(mutex);
+	bool look = cond_switches_before(true, &switches);
 	int error;
 	{
 		TDSHIM_UNCLAIMED_WAIT(mutex);
 		TDSHIM_WAIT_SCOPE_AT(TDSHIM_KIND(pthread_cond_timedwait), cond, site);
 		error = tdshim_real_pthread_cond_timedwait(cond, mutex, abstime);
-		cond_switches_after(&tdshim_scope_, look, switches);
-		if (error == ETIMEDOUT) {
-			tdshim_scope_.deadline_ns = tdshim_deadline_at(cond_clock(cond), abstime);
-			tdshim_scope_.timed_out = true;
-			/* It took the mutex back after the timer, maybe asleep
-			 * on it (thread.c, wait_woken). */
-			tdshim_scope_.wake_keys[1] = mutex;
-		}
+		long sleeps = cond_switches_after(&tdshim_scope_, look, switches);
+
+		if (error == ETIMEDOUT)
+			cond_timed_out(&tdshim_scope_, mutex, cond_clock(cond), abstime, sleeps);
 	}
 	cond_wait_ends(&tracking, true, error);
 	return error;
@@ -643,18 +667,17 @@ TDSHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_clockwait);
 	cond_wait_begins(&tracking, cond, mutex);
 	long switches = 0;
-	bool look = cond_switches_before(stamp_mutex_waiter(mutex), &switches);
+	(void)stamp_mutex_waiter(mutex);
+	bool look = cond_switches_before(true, &switches);
 	int error;
 	{
 		TDSHIM_UNCLAIMED_WAIT(mutex);
 		TDSHIM_WAIT_SCOPE(TDSHIM_KIND(pthread_cond_clockwait), cond);
 		error = tdshim_real_pthread_cond_clockwait(cond, mutex, clock, abstime);
-		cond_switches_after(&tdshim_scope_, look, switches);
-		if (error == ETIMEDOUT) {
-			tdshim_scope_.deadline_ns = tdshim_deadline_at(clock, abstime);
-			tdshim_scope_.timed_out = true;
-			tdshim_scope_.wake_keys[1] = mutex;
-		}
+		long sleeps = cond_switches_after(&tdshim_scope_, look, switches);
+
+		if (error == ETIMEDOUT)
+			cond_timed_out(&tdshim_scope_, mutex, clock, abstime, sleeps);
 	}
 	cond_wait_ends(&tracking, true, error);
 	return error;
