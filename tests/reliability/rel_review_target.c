@@ -730,109 +730,86 @@ static int timer_idle(unsigned long slack, bool inherited)
 	return 0;
 }
 
-/* ---- timer-queued: four threads on one CPU, 40 us of work and a
- * 100 us nanosleep each: a timer's wake-up waits for the CPU behind the
- * others, 50-250 us ---- */
-static volatile int tq_stop;
-static double tq_cpu, tq_wait;
-static pthread_mutex_t tq_lock = PTHREAD_MUTEX_INITIALIZER;
+/* ---- timer-queued, timer-herd: four threads on CPU 1 (main on CPU 0),
+ * each running `step` until stopped; their kernel figures, summed ---- */
+static volatile int four_stop;
+static double four_cpu, four_wait;
+static pthread_mutex_t four_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct timespec four_start;
 
-static void *tq_sleeper(void *arg)
+static void *four_sleeper(void *step)
 {
-	const struct timespec pause = { 0, 100000 };
+	void (*each)(struct timespec *deadline) = (void (*)(struct timespec *))step;
+	struct timespec deadline = four_start;
 	cpu_set_t cpus;
 	double cpu, wait;
 
-	(void)arg;
 	CPU_ZERO(&cpus);
 	CPU_SET(1, &cpus);
 	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
-	while (!tq_stop) {
-		spin_ns(40000);
-		nanosleep(&pause, NULL);
-	}
+	while (!four_stop)
+		each(&deadline);
 	own_schedstat(&cpu, &wait);
-	pthread_mutex_lock(&tq_lock);
-	tq_cpu += cpu;
-	tq_wait += wait;
-	pthread_mutex_unlock(&tq_lock);
+	pthread_mutex_lock(&four_lock);
+	four_cpu += cpu;
+	four_wait += wait;
+	pthread_mutex_unlock(&four_lock);
 	return NULL;
+}
+
+static int four_on_one_cpu(void (*step)(struct timespec *deadline), long ns)
+{
+	pthread_t sleepers[4];
+	cpu_set_t cpus;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return 77;
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	clock_gettime(CLOCK_MONOTONIC, &four_start);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&sleepers[i], NULL, four_sleeper, (void *)step);
+	pause_ns(ns);
+	four_stop = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(sleepers[i], NULL);
+	printf("cpu %.6f wait %.6f\n", four_cpu, four_wait);
+	return 0;
+}
+
+/* timer-queued: 40 us of work and a 100 us nanosleep: a timer's wake-up
+ * waits for the CPU behind the others, 50-250 us. */
+static void queued_step(struct timespec *unused)
+{
+	const struct timespec pause = { 0, 100000 };
+
+	(void)unused;
+	spin_ns(40000);
+	nanosleep(&pause, NULL);
+}
+
+/* timer-herd: asleep to the same deadline every millisecond, with no
+ * work: a halted CPU fires the four timers late at once. */
+static void herd_step(struct timespec *deadline)
+{
+	deadline->tv_nsec += 1000000;
+	if (deadline->tv_nsec >= 1000000000L) {
+		deadline->tv_sec++;
+		deadline->tv_nsec -= 1000000000L;
+	}
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline, NULL);
 }
 
 static int timer_queued(void)
 {
-	pthread_t sleepers[4];
-	cpu_set_t cpus;
-
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		return 77;
-	CPU_ZERO(&cpus);
-	CPU_SET(0, &cpus);
-	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
-	for (int i = 0; i < 4; i++)
-		pthread_create(&sleepers[i], NULL, tq_sleeper, NULL);
-	pause_ns(1000000000L);
-	tq_stop = 1;
-	for (int i = 0; i < 4; i++)
-		pthread_join(sleepers[i], NULL);
-	printf("cpu %.6f wait %.6f\n", tq_cpu, tq_wait);
-	return 0;
+	return four_on_one_cpu(queued_step, 1000000000L);
 }
 
-/* ---- timer-herd: four threads on one CPU asleep to the same deadline
- * every millisecond, with no work: a halted CPU fires the four timers
- * late at once ---- */
-static volatile int th_stop;
-static double th_cpu, th_wait;
-static pthread_mutex_t th_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct timespec th_start;
-
-static void *th_sleeper(void *arg)
-{
-	struct timespec deadline = th_start;
-	cpu_set_t cpus;
-	double cpu, wait;
-
-	(void)arg;
-	CPU_ZERO(&cpus);
-	CPU_SET(1, &cpus);
-	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
-	while (!th_stop) {
-		deadline.tv_nsec += 1000000;
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000L;
-		}
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL);
-	}
-	own_schedstat(&cpu, &wait);
-	pthread_mutex_lock(&th_lock);
-	th_cpu += cpu;
-	th_wait += wait;
-	pthread_mutex_unlock(&th_lock);
-	return NULL;
-}
-
+/* Two seconds: the kernel's figures are a tenth of a second a second. */
 static int timer_herd(void)
 {
-	pthread_t sleepers[4];
-	cpu_set_t cpus;
-
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		return 77;
-	CPU_ZERO(&cpus);
-	CPU_SET(0, &cpus);
-	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
-	clock_gettime(CLOCK_MONOTONIC, &th_start);
-	for (int i = 0; i < 4; i++)
-		pthread_create(&sleepers[i], NULL, th_sleeper, NULL);
-	/* Two seconds: the kernel's figures are a tenth of a second a second. */
-	pause_ns(2000000000L);
-	th_stop = 1;
-	for (int i = 0; i < 4; i++)
-		pthread_join(sleepers[i], NULL);
-	printf("cpu %.6f wait %.6f\n", th_cpu, th_wait);
-	return 0;
+	return four_on_one_cpu(herd_step, 2000000000L);
 }
 
 /* ---- timer-realtime, timer-realtime-other, timer-realtime-left,
