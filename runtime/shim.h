@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/select.h>
@@ -269,6 +270,12 @@ bool tdshim_wake_from_other_cpu(unsigned int waker_cpu);
 void tdshim_wake_unclaimed_begin(const void *object);
 void tdshim_wake_unclaimed_end(const void *const *object);
 bool tdshim_wake_all_claim(const void *object);
+/* Wake-ups through descriptors (runtime/wrap_fd.c): the key a write to
+ * an eventfd, pipe or socket pair stamps for the readers of `fd`, and for
+ * an epoll wait on `epfd`; NULL where no such write is known. */
+const void *tdshim_wake_fd_key(int fd);
+const void *tdshim_wake_epoll_key(int epfd);
+bool tdshim_wake_fds_exist(void);
 /* A pthread call's error number as C11's threads.h result (glibc's
  * thrd_err_map). */
 int tdshim_thrd_result(int error);

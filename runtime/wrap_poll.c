@@ -17,6 +17,63 @@ static bool is_zero(const struct timespec *timeout)
 	return timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0;
 }
 
+/*
+ * A readiness wait that returns with a descriptor ready whose writes the
+ * shim stamps (runtime/wrap_fd.c: an eventfd, a pipe's read end, a socket
+ * pair's end, or an epoll instance holding one) was woken by the write:
+ * its keys go into the scope, at most two: the first's earliest stamp
+ * after the wait began that no other waiter claimed, or the second's
+ * latest if later, dates the wake-up (runtime/thread.c).
+ */
+#define READABLE (POLLIN | POLLRDNORM | POLLPRI | POLLHUP | POLLERR)
+
+static void poll_wake_keys(struct tdshim_wait_scope *scope, const struct pollfd *fds, nfds_t count, int ready)
+{
+	unsigned int found = 0;
+
+	if (ready <= 0 || !tdshim_wake_fds_exist())
+		return;
+	for (nfds_t i = 0; i < count && found < 2; i++) {
+		if (!(fds[i].revents & READABLE))
+			continue;
+		const void *key = tdshim_wake_fd_key(fds[i].fd);
+		if (key)
+			scope->wake_keys[found++] = key;
+	}
+	scope->claims_stamp = found > 0;
+}
+
+static void select_wake_keys(struct tdshim_wait_scope *scope, int nfds, const fd_set *r, int ready)
+{
+	size_t bits_per_word = 8 * sizeof(long);
+	unsigned int found = 0;
+
+	if (ready <= 0 || !r || nfds <= 0 || nfds > FD_SETSIZE || !tdshim_wake_fds_exist())
+		return;
+	const unsigned long *bits = (const unsigned long *)(const void *)r;
+	for (size_t i = 0; i * bits_per_word < (size_t)nfds && found < 2; i++) {
+		unsigned long word = bits[i];
+
+		while (word && found < 2) {
+			int fd = (int)(i * bits_per_word) + __builtin_ctzl(word);
+			word &= word - 1;
+			if (fd >= nfds)
+				break;
+			const void *key = tdshim_wake_fd_key(fd);
+			if (key)
+				scope->wake_keys[found++] = key;
+		}
+	}
+	scope->claims_stamp = found > 0;
+}
+
+static void epoll_wake_key(struct tdshim_wait_scope *scope, int epfd, int ready)
+{
+	if (ready > 0)
+		scope->wake_keys[0] = tdshim_wake_epoll_key(epfd);
+	scope->claims_stamp = scope->wake_keys[0] != NULL;
+}
+
 TDSHIM_EXPORT int poll(struct pollfd *fds, nfds_t count, int timeout_ms)
 {
 	TDSHIM_REQUIRE_LIBC(poll);
@@ -30,6 +87,7 @@ TDSHIM_EXPORT int poll(struct pollfd *fds, nfds_t count, int timeout_ms)
 		tdshim_scope_.deadline_ns = tdshim_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	ready = tdshim_real_poll(fds, count, timeout_ms);
 	tdshim_scope_.timed_out = ready == 0;
+	poll_wake_keys(&tdshim_scope_, fds, count, ready);
 	return ready;
 }
 
@@ -54,6 +112,7 @@ TDSHIM_EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec 
 	tdshim_scope_.deadline_ns = tdshim_deadline_after(timeout);
 	ready = tdshim_real_ppoll(fds, count, timeout, mask);
 	tdshim_scope_.timed_out = ready == 0;
+	poll_wake_keys(&tdshim_scope_, fds, count, ready);
 	return ready;
 }
 
@@ -198,7 +257,9 @@ TDSHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timev
 		return ready;
 	}
 	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(select), first_descriptor(nfds, r, w, e), TDSHIM_CALL_SITE());
-	return tdshim_real_select(nfds, r, w, e, timeout);
+	ready = tdshim_real_select(nfds, r, w, e, timeout);
+	select_wake_keys(&tdshim_scope_, nfds, r, ready);
+	return ready;
 }
 
 TDSHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *timeout,
@@ -211,7 +272,9 @@ TDSHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struc
 	if (ready > 0 || ready == -1)
 		return ready;
 	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(pselect), first_descriptor(nfds, r, w, e), TDSHIM_CALL_SITE());
-	return tdshim_real_pselect(nfds, r, w, e, timeout, mask);
+	ready = tdshim_real_pselect(nfds, r, w, e, timeout, mask);
+	select_wake_keys(&tdshim_scope_, nfds, r, ready);
+	return ready;
 }
 
 TDSHIM_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max_events, int timeout_ms)
@@ -227,6 +290,7 @@ TDSHIM_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max_event
 		tdshim_scope_.deadline_ns = tdshim_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	ready = tdshim_real_epoll_wait(epfd, events, max_events, timeout_ms);
 	tdshim_scope_.timed_out = ready == 0;
+	epoll_wake_key(&tdshim_scope_, epfd, ready);
 	return ready;
 }
 
@@ -244,6 +308,7 @@ TDSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max_even
 		tdshim_scope_.deadline_ns = tdshim_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	ready = tdshim_real_epoll_pwait(epfd, events, max_events, timeout_ms, mask);
 	tdshim_scope_.timed_out = ready == 0;
+	epoll_wake_key(&tdshim_scope_, epfd, ready);
 	return ready;
 }
 
@@ -268,5 +333,6 @@ TDSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max_eve
 	tdshim_scope_.deadline_ns = tdshim_deadline_after(timeout);
 	ready = tdshim_real_epoll_pwait2(epfd, events, max_events, timeout, mask);
 	tdshim_scope_.timed_out = ready == 0;
+	epoll_wake_key(&tdshim_scope_, epfd, ready);
 	return ready;
 }

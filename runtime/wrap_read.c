@@ -144,6 +144,10 @@ __attribute__((noinline)) static ssize_t tracked_readv(int fd, const struct iove
 		break;
 	}
 	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(readv), fd, site);
+	/* A pipe's, socket pair's or eventfd's writer stamps its readers
+	 * (runtime/wrap_fd.c). */
+	tdshim_scope_.wake_keys[0] = tdshim_wake_fd_key(fd);
+	tdshim_scope_.claims_stamp = tdshim_scope_.wake_keys[0] != NULL;
 	return tdshim_real_readv(fd, iov, count);
 }
 
@@ -172,6 +176,8 @@ __attribute__((noinline)) static ssize_t tracked_read(int fd, void *buffer, size
 		break;
 	}
 	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(read), fd, site);
+	tdshim_scope_.wake_keys[0] = tdshim_wake_fd_key(fd);
+	tdshim_scope_.claims_stamp = tdshim_scope_.wake_keys[0] != NULL;
 	return tdshim_real_read(fd, buffer, size);
 }
 

@@ -767,6 +767,13 @@ int main(int argc, char **argv)
 	 * reads 0.4-1.0 of them). */
 	if (!strcmp(mode, "timer-herd"))
 		return runnable_between(mode, 0, false, 1.3);
+	/* An event loop woken by another thread's write to its wake
+	 * descriptor counted its wait for a CPU blocked: it had no stamp
+	 * (helper-72: 0.52-0.66 of the kernel's figures on busy CPUs; here
+	 * 0.74 before runtime/wrap_fd.c, 0.79 with one stamp per key, 1.00
+	 * with each write a stamp that one waiter claims). */
+	if (!strncmp(mode, "wake-ring-", strlen("wake-ring-")))
+		return runnable_as_kernel(mode, 0.15);
 	if (!strcmp(mode, "timer-slack"))
 		return runnable_as_kernel("timer-slack", 0.15);
 	if (!strcmp(mode, "timer-slack-inherited"))
@@ -808,6 +815,6 @@ int main(int argc, char **argv)
 		}
 		return expect((const char *const[]){ "remote-busy", NULL }, 1, 0.4, 0.8);
 	}
-	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-cond|timer-idle-realtime-sem|timer-idle-realtime-clock|timer-queued|timer-herd|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted\n");
+	fprintf(stderr, "usage: rel_review bad-pointers|slow-clock|signal-start|requeue|fast-fail|sys-exit|resets-monotonic|late-announcement|stalled-store|stamps-on-clock|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-cond|timer-idle-realtime-sem|timer-idle-realtime-clock|timer-queued|timer-herd|wake-ring-eventfd|wake-ring-pipe|wake-ring-socket|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted\n");
 	return 2;
 }

@@ -37,6 +37,11 @@
  *                  CLOCK_REALTIME deadline 100 us ahead: in pthread_cond_timedwait on a
  *                  default condvar (cond), sem_timedwait (sem) or
  *                  clock_nanosleep TIMER_ABSTIME (clock)
+ *   wake-ring-eventfd, wake-ring-pipe, wake-ring-socket  four event
+ *                  loops on CPU 1 passing two tokens round a ring through
+ *                  their wake descriptors (eventfd in epoll, pipe in poll,
+ *                  socket pair in select), 40 us of work a token; prints
+ *                  the loops' kernel figures
  *   timer-queued   four threads on CPU 1, each 40 us of work and a 100 us
  *                  nanosleep, for 1 s; prints their kernel figures, summed
  *   timer-herd     four threads on CPU 1 asleep to one deadline every 1 ms,
@@ -125,7 +130,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -810,6 +819,134 @@ static int timer_queued(void)
 static int timer_herd(void)
 {
 	return four_on_one_cpu(herd_step, 2000000000L);
+}
+
+/* ---- wake-ring-eventfd, wake-ring-pipe, wake-ring-socket: four event
+ * loops on CPU 1 pass two tokens round a ring, each loop asleep in a
+ * readiness wait on its own wake descriptor (an eventfd in an epoll
+ * instance, written with eventfd_write; a pipe's read end in poll,
+ * written with write; a socket pair's end in select, written with send),
+ * 40 us of work a token: a woken loop waits for the CPU behind the other
+ * token's.  Main, on CPU 0, hands out the tokens and stops the ring.
+ * Prints the four loops' kernel figures, summed ---- */
+enum ring_how { RING_EVENTFD, RING_PIPE, RING_SOCKET };
+static enum ring_how ring_how;
+static int ring_read_fd[4], ring_write_fd[4], ring_epoll[4];
+static volatile int ring_stop;
+static double ring_cpu, ring_wait;
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void ring_pass(int to)
+{
+	char byte = 1;
+
+	if (ring_how == RING_EVENTFD)
+		(void)eventfd_write(ring_write_fd[to], 1);
+	else if (ring_how == RING_PIPE)
+		(void)!write(ring_write_fd[to], &byte, 1);
+	else
+		(void)!send(ring_write_fd[to], &byte, 1, 0);
+}
+
+/* Waits for a token; the tokens taken (an eventfd's count). */
+static long ring_take(int me)
+{
+	int fd = ring_read_fd[me];
+
+	if (ring_how == RING_EVENTFD) {
+		struct epoll_event event;
+		eventfd_t count = 0;
+
+		while (epoll_wait(ring_epoll[me], &event, 1, -1) != 1)
+			;
+		(void)eventfd_read(fd, &count);
+		return (long)count;
+	}
+	if (ring_how == RING_PIPE) {
+		struct pollfd wanted = { .fd = fd, .events = POLLIN };
+
+		while (poll(&wanted, 1, -1) != 1)
+			;
+	} else {
+		fd_set readable;
+
+		do {
+			FD_ZERO(&readable);
+			FD_SET(fd, &readable);
+		} while (select(fd + 1, &readable, NULL, NULL, NULL) != 1);
+	}
+	char bytes[8];
+	ssize_t got = recv(fd, bytes, sizeof(bytes), MSG_DONTWAIT);
+	if (got < 0)
+		got = read(fd, bytes, sizeof(bytes));
+	return got > 0 ? (long)got : 0;
+}
+
+static void *ring_loop(void *arg)
+{
+	int me = (int)(long)arg;
+	cpu_set_t cpus;
+	double cpu, wait;
+
+	CPU_ZERO(&cpus);
+	CPU_SET(1, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	while (!ring_stop) {
+		long tokens = ring_take(me);
+
+		for (long i = 0; i < tokens && !ring_stop; i++) {
+			spin_ns(40000);
+			ring_pass((me + 1) % 4);
+		}
+	}
+	own_schedstat(&cpu, &wait);
+	pthread_mutex_lock(&ring_lock);
+	ring_cpu += cpu;
+	ring_wait += wait;
+	pthread_mutex_unlock(&ring_lock);
+	return NULL;
+}
+
+static int wake_ring(enum ring_how how)
+{
+	pthread_t loops[4];
+	cpu_set_t cpus;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return 77;
+	ring_how = how;
+	for (int i = 0; i < 4; i++) {
+		int fds[2];
+
+		if (how == RING_EVENTFD) {
+			struct epoll_event event = { .events = EPOLLIN };
+
+			fds[0] = fds[1] = eventfd(0, 0);
+			ring_epoll[i] = epoll_create1(0);
+			event.data.fd = fds[0];
+			if (fds[0] < 0 || ring_epoll[i] < 0 || epoll_ctl(ring_epoll[i], EPOLL_CTL_ADD, fds[0], &event) != 0)
+				return 1;
+		} else if (how == RING_PIPE ? pipe(fds) != 0 : socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) {
+			return 1;
+		}
+		ring_read_fd[i] = fds[0];
+		ring_write_fd[i] = fds[1];
+	}
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&loops[i], NULL, ring_loop, (void *)(long)i);
+	ring_pass(0);
+	ring_pass(2);
+	pause_ns(getenv("RING_SECONDS") ? (long)(atof(getenv("RING_SECONDS")) * 1e9) : 1000000000L);
+	ring_stop = 1;
+	for (int i = 0; i < 4; i++)
+		ring_pass(i);
+	for (int i = 0; i < 4; i++)
+		pthread_join(loops[i], NULL);
+	printf("cpu %.6f wait %.6f\n", ring_cpu, ring_wait);
+	return 0;
 }
 
 /* ---- timer-realtime, timer-realtime-other, timer-realtime-left,
@@ -1527,6 +1664,12 @@ int main(int argc, char **argv)
 		return timer_queued();
 	if (!strcmp(mode, "timer-herd"))
 		return timer_herd();
+	if (!strcmp(mode, "wake-ring-eventfd"))
+		return wake_ring(RING_EVENTFD);
+	if (!strcmp(mode, "wake-ring-pipe"))
+		return wake_ring(RING_PIPE);
+	if (!strcmp(mode, "wake-ring-socket"))
+		return wake_ring(RING_SOCKET);
 	if (!strncmp(mode, "timer-idle-realtime-", strlen("timer-idle-realtime-"))) {
 		const char *kind = mode + strlen("timer-idle-realtime-");
 
@@ -1570,6 +1713,6 @@ int main(int argc, char **argv)
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-KIND|timer-queued|timer-herd|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-KIND|timer-queued|timer-herd|wake-ring-eventfd|wake-ring-pipe|wake-ring-socket|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
 	return 2;
 }

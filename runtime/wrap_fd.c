@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Wake-ups through descriptors: an event loop's thread asleep in poll,
+ * select or an epoll wait, woken by another thread's write to an
+ * eventfd, a pipe or one end of a socket pair (libuv's and mio's
+ * eventfd, glib's, Java's selector wake-up, asyncio's self-pipe).
+ *
+ * The kernel counts such a thread runnable from the write; without a
+ * stamp the shim counted it woken at its return, its wait for a CPU
+ * blocked (helper-72: event loops on busy CPUs read 0.52-0.66 of the
+ * kernel's figures).  So the descriptors whose writes wake readers are
+ * known from their creation (eventfd, pipe, pipe2, socketpair), their
+ * writes (write, send, eventfd_write) stamp the reader's key, and the
+ * key of the epoll instance the reader is registered in (epoll_ctl)
+ * just before the write, as the other wakers do (runtime/wake.c); a
+ * readiness wait that returns with such a descriptor ready, or an epoll
+ * wait of such an instance, takes the stamp as its wake-up.  Each write
+ * is a stamp of its own that one waiter claims (a semaphore post's kind,
+ * runtime/wake.c): the earliest after its wait began.  With one stamp
+ * per key a loop woken by one write and still waiting for the CPU when
+ * the same writer wrote again took the later write for its wake-up
+ * (tests/reliability wake-ring-*: 0.79 of the kernel's figures).
+ *
+ * One table entry per descriptor number below WAKE_FDS, no lock, no
+ * allocation: a close (and a dup2 or dup3 onto the number) forgets it.
+ * What escapes, counted from the return as before: descriptors numbered
+ * WAKE_FDS or above, a dup of a wake descriptor, writes through writev,
+ * sendto, sendmsg or a raw system call, descriptors made by a raw system
+ * call or received from another process, and readers in another
+ * process.  A number closed by a raw system call or close_range keeps its
+ * entry until it is reused through one of the calls above; until then a
+ * write to its old peer may date a wait on the reused number (never
+ * before that wait began).  A wake descriptor registered in two epoll
+ * instances stamps the last one.
+ */
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include "shim.h"
+
+#define WAKE_FDS 16384u
+
+/* Each field is a descriptor number plus one, 0 for none. */
+struct wake_fd {
+	int32_t peer;    /* a write here wakes the readers of this one */
+	int32_t writer;  /* whose writes wake this one's readers */
+	int32_t epoll;   /* the epoll instance this one is registered in */
+	int32_t watches; /* (an epoll instance) 1: a wake descriptor is in it */
+};
+static struct wake_fd wake_fds[WAKE_FDS];
+/* Any wake descriptor ever made: the readiness waits look only then. */
+static int wake_fds_made;
+
+static inline bool in_table(int fd)
+{
+	return (unsigned int)fd < WAKE_FDS;
+}
+
+static void forget(int fd)
+{
+	struct wake_fd *entry = &wake_fds[fd];
+	int32_t writer = CMM_LOAD_SHARED(entry->writer);
+
+	/* The writer's stamps were for this number's readers. */
+	if (writer > 0 && writer - 1 != fd && in_table(writer - 1) &&
+	    CMM_LOAD_SHARED(wake_fds[writer - 1].peer) == fd + 1)
+		CMM_STORE_SHARED(wake_fds[writer - 1].peer, 0);
+	CMM_STORE_SHARED(entry->peer, 0);
+	CMM_STORE_SHARED(entry->writer, 0);
+	CMM_STORE_SHARED(entry->epoll, 0);
+	CMM_STORE_SHARED(entry->watches, 0);
+}
+
+static inline void forget_if_known(int fd)
+{
+	if (in_table(fd)) {
+		const struct wake_fd *entry = &wake_fds[fd];
+
+		if (CMM_LOAD_SHARED(entry->peer) | CMM_LOAD_SHARED(entry->writer) |
+		    CMM_LOAD_SHARED(entry->epoll) | CMM_LOAD_SHARED(entry->watches))
+			forget(fd);
+	}
+}
+
+/* Writes to `writer` wake the readers of `reader`. */
+static void link_wake(int writer, int reader)
+{
+	if (!in_table(writer) || !in_table(reader))
+		return;
+	CMM_STORE_SHARED(wake_fds[reader].writer, writer + 1);
+	CMM_STORE_SHARED(wake_fds[writer].peer, reader + 1);
+	if (!CMM_LOAD_SHARED(wake_fds_made))
+		CMM_STORE_SHARED(wake_fds_made, 1);
+}
+
+const void *tdshim_wake_fd_key(int fd)
+{
+	if (!CMM_LOAD_SHARED(wake_fds_made) || !in_table(fd) || !CMM_LOAD_SHARED(wake_fds[fd].writer))
+		return NULL;
+	return &wake_fds[fd].peer;
+}
+
+const void *tdshim_wake_epoll_key(int epfd)
+{
+	if (!CMM_LOAD_SHARED(wake_fds_made) || !in_table(epfd) || !CMM_LOAD_SHARED(wake_fds[epfd].watches))
+		return NULL;
+	return &wake_fds[epfd].epoll;
+}
+
+bool tdshim_wake_fds_exist(void)
+{
+	return CMM_LOAD_SHARED(wake_fds_made) != 0;
+}
+
+/* The stamps of a write to `fd`, before it (kept: a write that fails
+ * withdraws them).  False when `fd` wakes nobody the shim knows. */
+struct write_stamps {
+	struct tdshim_stamp reader, epoll;
+};
+
+static inline bool wakes_readers(int fd)
+{
+	return in_table(fd) && CMM_LOAD_SHARED(wake_fds[fd].peer) != 0;
+}
+
+__attribute__((noinline)) static void stamp_write(int fd, struct write_stamps *kept)
+{
+	int32_t reader = CMM_LOAD_SHARED(wake_fds[fd].peer) - 1;
+
+	if (!tdshim_gathering() || !in_table(reader))
+		return;
+	tdshim_wake_stamp_one_and_slot_keep(&wake_fds[reader].peer, &kept->reader);
+	int32_t epoll = CMM_LOAD_SHARED(wake_fds[reader].epoll) - 1;
+	if (in_table(epoll))
+		tdshim_wake_stamp_one_and_slot_keep(&wake_fds[epoll].epoll, &kept->epoll);
+}
+
+static void withdraw_write(const struct write_stamps *kept)
+{
+	TDSHIM_SAVE_ERRNO();
+	tdshim_wake_withdraw(&kept->epoll);
+	tdshim_wake_withdraw(&kept->reader);
+	TDSHIM_RESTORE_ERRNO();
+}
+
+TDSHIM_EXPORT ssize_t write(int fd, const void *buffer, size_t size)
+{
+	TDSHIM_REQUIRE_LIBC(write);
+	if (caa_likely(!wakes_readers(fd)))
+		return tdshim_real_write(fd, buffer, size);
+	struct write_stamps kept = { 0 };
+	stamp_write(fd, &kept);
+	ssize_t result = tdshim_real_write(fd, buffer, size);
+	if (result <= 0)
+		withdraw_write(&kept);
+	return result;
+}
+
+TDSHIM_EXPORT ssize_t send(int fd, const void *buffer, size_t size, int flags)
+{
+	TDSHIM_REQUIRE_LIBC(send);
+	if (caa_likely(!wakes_readers(fd)))
+		return tdshim_real_send(fd, buffer, size, flags);
+	struct write_stamps kept = { 0 };
+	stamp_write(fd, &kept);
+	ssize_t result = tdshim_real_send(fd, buffer, size, flags);
+	if (result <= 0)
+		withdraw_write(&kept);
+	return result;
+}
+
+/* glibc's eventfd_write calls its own write, unseen. */
+TDSHIM_EXPORT int eventfd_write(int fd, eventfd_t value)
+{
+	TDSHIM_REQUIRE_LIBC(eventfd_write);
+	if (caa_likely(!wakes_readers(fd)))
+		return tdshim_real_eventfd_write(fd, value);
+	struct write_stamps kept = { 0 };
+	stamp_write(fd, &kept);
+	int result = tdshim_real_eventfd_write(fd, value);
+	if (result != 0)
+		withdraw_write(&kept);
+	return result;
+}
+
+TDSHIM_EXPORT int eventfd(unsigned int count, int flags)
+{
+	TDSHIM_REQUIRE_LIBC(eventfd);
+	int fd = tdshim_real_eventfd(count, flags);
+	if (fd >= 0) {
+		forget_if_known(fd);
+		link_wake(fd, fd);
+	}
+	return fd;
+}
+
+static void link_pipe(const int fds[2])
+{
+	forget_if_known(fds[0]);
+	forget_if_known(fds[1]);
+	link_wake(fds[1], fds[0]);
+}
+
+TDSHIM_EXPORT int pipe(int fds[2])
+{
+	TDSHIM_REQUIRE_LIBC(pipe);
+	int result = tdshim_real_pipe(fds);
+	if (result == 0)
+		link_pipe(fds);
+	return result;
+}
+
+TDSHIM_EXPORT int pipe2(int fds[2], int flags)
+{
+	TDSHIM_REQUIRE_LIBC(pipe2);
+	int result = tdshim_real_pipe2(fds, flags);
+	if (result == 0)
+		link_pipe(fds);
+	return result;
+}
+
+TDSHIM_EXPORT int socketpair(int domain, int type, int protocol, int fds[2])
+{
+	TDSHIM_REQUIRE_LIBC(socketpair);
+	int result = tdshim_real_socketpair(domain, type, protocol, fds);
+	if (result == 0) {
+		forget_if_known(fds[0]);
+		forget_if_known(fds[1]);
+		link_wake(fds[0], fds[1]);
+		link_wake(fds[1], fds[0]);
+	}
+	return result;
+}
+
+TDSHIM_EXPORT int epoll_ctl(int epfd, int operation, int fd, struct epoll_event *event)
+{
+	TDSHIM_REQUIRE_LIBC(epoll_ctl);
+	int result = tdshim_real_epoll_ctl(epfd, operation, fd, event);
+	if (result != 0 || !in_table(fd) || !in_table(epfd) || !CMM_LOAD_SHARED(wake_fds[fd].writer))
+		return result;
+	if (operation == EPOLL_CTL_ADD || operation == EPOLL_CTL_MOD) {
+		CMM_STORE_SHARED(wake_fds[epfd].watches, 1);
+		CMM_STORE_SHARED(wake_fds[fd].epoll, epfd + 1);
+	} else if (operation == EPOLL_CTL_DEL && CMM_LOAD_SHARED(wake_fds[fd].epoll) == epfd + 1) {
+		CMM_STORE_SHARED(wake_fds[fd].epoll, 0);
+	}
+	return result;
+}
+
+/* Forgotten before the close: once closed, the number may be another
+ * thread's new descriptor. */
+TDSHIM_EXPORT int close(int fd)
+{
+	TDSHIM_REQUIRE_LIBC(close);
+	forget_if_known(fd);
+	return tdshim_real_close(fd);
+}
+
+TDSHIM_EXPORT int dup2(int fd, int target)
+{
+	TDSHIM_REQUIRE_LIBC(dup2);
+	int result = tdshim_real_dup2(fd, target);
+	if (result >= 0 && target != fd)
+		forget_if_known(target);
+	return result;
+}
+
+TDSHIM_EXPORT int dup3(int fd, int target, int flags)
+{
+	TDSHIM_REQUIRE_LIBC(dup3);
+	int result = tdshim_real_dup3(fd, target, flags);
+	if (result >= 0)
+		forget_if_known(target);
+	return result;
+}
