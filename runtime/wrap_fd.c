@@ -22,9 +22,10 @@
  * (tests/reliability wake-ring-*: 0.79 of the kernel's figures).
  *
  * One table entry per descriptor number below WAKE_FDS, no lock, no
- * allocation: a close (and a dup2 or dup3 onto the number) forgets it.
- * What escapes, counted from the return as before: descriptors numbered
- * WAKE_FDS or above, a dup of a wake descriptor, writes through writev,
+ * allocation: a close forgets it, a dup (dup, dup2, dup3, fcntl's
+ * F_DUPFD) copies it (Rust's try_clone dups).  What escapes, counted
+ * from the return as before: descriptors numbered WAKE_FDS or above, a
+ * dup whose original is closed before it is used, writes through writev,
  * sendto, sendmsg or a raw system call, descriptors made by a raw system
  * call or received from another process, and readers in another
  * process.  A number closed by a raw system call or close_range keeps its
@@ -33,6 +34,8 @@
  * before that wait began).  A wake descriptor registered in two epoll
  * instances stamps the last one.
  */
+#include <fcntl.h>
+#include <stdarg.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -47,6 +50,8 @@ struct wake_fd {
 	int32_t writer;  /* whose writes wake this one's readers */
 	int32_t epoll;   /* the epoll instance this one is registered in */
 	int32_t watches; /* (an epoll instance) 1: a wake descriptor is in it */
+	int32_t alias;   /* a dup's: the descriptor whose readers' key it uses */
+	int32_t unused[3];
 };
 static struct wake_fd wake_fds[WAKE_FDS];
 /* Any wake descriptor ever made: the readiness waits look only then. */
@@ -70,6 +75,7 @@ static void forget(int fd)
 	CMM_STORE_SHARED(entry->writer, 0);
 	CMM_STORE_SHARED(entry->epoll, 0);
 	CMM_STORE_SHARED(entry->watches, 0);
+	CMM_STORE_SHARED(entry->alias, 0);
 }
 
 static inline void forget_if_known(int fd)
@@ -78,7 +84,7 @@ static inline void forget_if_known(int fd)
 		const struct wake_fd *entry = &wake_fds[fd];
 
 		if (CMM_LOAD_SHARED(entry->peer) | CMM_LOAD_SHARED(entry->writer) |
-		    CMM_LOAD_SHARED(entry->epoll) | CMM_LOAD_SHARED(entry->watches))
+		    CMM_LOAD_SHARED(entry->epoll) | CMM_LOAD_SHARED(entry->watches) | CMM_LOAD_SHARED(entry->alias))
 			forget(fd);
 	}
 }
@@ -94,11 +100,42 @@ static void link_wake(int writer, int reader)
 		CMM_STORE_SHARED(wake_fds_made, 1);
 }
 
+/* The descriptor whose readers' key `fd`'s readers use: its own, or the
+ * one it is a dup of. */
+static int key_owner(int fd)
+{
+	int32_t alias = CMM_LOAD_SHARED(wake_fds[fd].alias);
+
+	return alias > 0 && in_table(alias - 1) ? alias - 1 : fd;
+}
+
 const void *tdshim_wake_fd_key(int fd)
 {
 	if (!CMM_LOAD_SHARED(wake_fds_made) || !in_table(fd) || !CMM_LOAD_SHARED(wake_fds[fd].writer))
 		return NULL;
-	return &wake_fds[fd].peer;
+	return &wake_fds[key_owner(fd)].peer;
+}
+
+/* A dup of `fd` as `copy` (dup, dup2, dup3, fcntl's F_DUPFD): its writes
+ * stamp what `fd`'s do, and its readers share `fd`'s key (and epoll
+ * registration).  `copy`'s own entry is forgotten first: the number was
+ * free, or closed by the dup. */
+static void copy_wake(int fd, int copy)
+{
+	if (!in_table(copy))
+		return;
+	forget_if_known(copy);
+	if (!in_table(fd) || !CMM_LOAD_SHARED(wake_fds_made))
+		return;
+	const struct wake_fd *from = &wake_fds[fd];
+	int32_t peer = CMM_LOAD_SHARED(from->peer), writer = CMM_LOAD_SHARED(from->writer);
+
+	if (!peer && !writer)
+		return;
+	if (writer)
+		CMM_STORE_SHARED(wake_fds[copy].alias, key_owner(fd) + 1);
+	CMM_STORE_SHARED(wake_fds[copy].writer, writer);
+	CMM_STORE_SHARED(wake_fds[copy].peer, peer);
 }
 
 const void *tdshim_wake_epoll_key(int epfd)
@@ -239,11 +276,13 @@ TDSHIM_EXPORT int epoll_ctl(int epfd, int operation, int fd, struct epoll_event 
 	int result = tdshim_real_epoll_ctl(epfd, operation, fd, event);
 	if (result != 0 || !in_table(fd) || !in_table(epfd) || !CMM_LOAD_SHARED(wake_fds[fd].writer))
 		return result;
+	int owner = key_owner(fd);
+
 	if (operation == EPOLL_CTL_ADD || operation == EPOLL_CTL_MOD) {
 		CMM_STORE_SHARED(wake_fds[epfd].watches, 1);
-		CMM_STORE_SHARED(wake_fds[fd].epoll, epfd + 1);
-	} else if (operation == EPOLL_CTL_DEL && CMM_LOAD_SHARED(wake_fds[fd].epoll) == epfd + 1) {
-		CMM_STORE_SHARED(wake_fds[fd].epoll, 0);
+		CMM_STORE_SHARED(wake_fds[owner].epoll, epfd + 1);
+	} else if (operation == EPOLL_CTL_DEL && CMM_LOAD_SHARED(wake_fds[owner].epoll) == epfd + 1) {
+		CMM_STORE_SHARED(wake_fds[owner].epoll, 0);
 	}
 	return result;
 }
@@ -257,12 +296,21 @@ TDSHIM_EXPORT int close(int fd)
 	return tdshim_real_close(fd);
 }
 
+TDSHIM_EXPORT int dup(int fd)
+{
+	TDSHIM_REQUIRE_LIBC(dup);
+	int result = tdshim_real_dup(fd);
+	if (result >= 0)
+		copy_wake(fd, result);
+	return result;
+}
+
 TDSHIM_EXPORT int dup2(int fd, int target)
 {
 	TDSHIM_REQUIRE_LIBC(dup2);
 	int result = tdshim_real_dup2(fd, target);
 	if (result >= 0 && target != fd)
-		forget_if_known(target);
+		copy_wake(fd, target);
 	return result;
 }
 
@@ -271,6 +319,37 @@ TDSHIM_EXPORT int dup3(int fd, int target, int flags)
 	TDSHIM_REQUIRE_LIBC(dup3);
 	int result = tdshim_real_dup3(fd, target, flags);
 	if (result >= 0)
-		forget_if_known(target);
+		copy_wake(fd, target);
 	return result;
+}
+
+/*
+ * fcntl is variadic: its one argument, when the command takes one, is an
+ * int, a long or a pointer, each passed in the same register, so it is
+ * read and forwarded as a pointer-sized word, as glibc's own fcntl does.
+ * Only F_DUPFD and F_DUPFD_CLOEXEC (Rust's try_clone, for one) concern
+ * the shim.  fcntl64 is the same function on x86-64, under the name
+ * programs built for 64-bit file offsets call.
+ */
+#define FCNTL_BODY(real)                                                                \
+	do {                                                                            \
+		va_list arguments;                                                      \
+		va_start(arguments, command);                                           \
+		void *argument = va_arg(arguments, void *);                             \
+		va_end(arguments);                                                      \
+		TDSHIM_REQUIRE_LIBC(real);                                              \
+		int result = tdshim_real_##real(fd, command, argument);                 \
+		if (caa_unlikely(command == F_DUPFD || command == F_DUPFD_CLOEXEC) && result >= 0) \
+			copy_wake(fd, result);                                          \
+		return result;                                                          \
+	} while (0)
+
+TDSHIM_EXPORT int fcntl(int fd, int command, ...)
+{
+	FCNTL_BODY(fcntl);
+}
+
+TDSHIM_EXPORT int fcntl64(int fd, int command, ...)
+{
+	FCNTL_BODY(fcntl64);
 }

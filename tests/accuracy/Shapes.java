@@ -8,6 +8,8 @@
 // HotSpot parks a thread (LockSupport.park, ReentrantLock, BlockingQueue,
 // Object.wait, Thread.join) in pthread_cond_wait or pthread_cond_timedwait.
 // Prints "ready" once its threads are started, then runs until killed.
+import java.io.IOException;
+import java.nio.channels.Selector;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -15,6 +17,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -27,6 +30,7 @@ public final class Shapes {
 	private static final long PINGPONG_TURN_NS = 20_000;
 	private static final long OVERSUBSCRIBED_RUN_NS = 2_000_000;
 	private static final long OVERSUBSCRIBED_WAIT_NS = 100_000;
+	private static final long EVENTLOOP_TURN_NS = 40_000;
 
 	private interface Body {
 		void run() throws InterruptedException;
@@ -169,18 +173,61 @@ public final class Shapes {
 		joinAll(threads);
 	}
 
+	// eventloop: count event loops, each asleep in its own Selector's
+	// select(), passing count / 2 + 1 tokens round a ring: a token is a
+	// count in the loop's slot and a Selector.wakeup() (a write to the
+	// selector's eventfd or pipe).
+	private static void eventloop(int count) throws InterruptedException {
+		List<Thread> threads = new ArrayList<>();
+		Selector[] selectors = new Selector[count];
+		AtomicIntegerArray tokens = new AtomicIntegerArray(count);
+
+		try {
+			for (int i = 0; i < count; i++)
+				selectors[i] = Selector.open();
+		} catch (IOException e) {
+			throw new IllegalStateException(e);
+		}
+		for (int i = 0; i < count; i++) {
+			final int me = i;
+			threads.add(start(() -> {
+				for (;;) {
+					try {
+						selectors[me].select();
+					} catch (IOException e) {
+						throw new IllegalStateException(e);
+					}
+					for (int taken = tokens.getAndSet(me, 0); taken > 0; taken--) {
+						spinFor(EVENTLOOP_TURN_NS);
+						int next = (me + 1) % count;
+						tokens.incrementAndGet(next);
+						selectors[next].wakeup();
+					}
+				}
+			}));
+		}
+		for (int i = 0; i < count / 2 + 1; i++) {
+			int at = (2 * i) % count;
+			tokens.incrementAndGet(at);
+			selectors[at].wakeup();
+		}
+		ready();
+		joinAll(threads);
+	}
+
 	private interface Shape {
 		void run(int threads) throws InterruptedException;
 	}
 
 	public static void main(String[] args) throws InterruptedException {
 		Map<String, Shape> shapes = Map.of("idle", Shapes::idle, "contention", Shapes::contention, "pool",
-				Shapes::pool, "pingpong", Shapes::pingpong, "oversubscribed", Shapes::oversubscribed);
+				Shapes::pool, "pingpong", Shapes::pingpong, "oversubscribed", Shapes::oversubscribed, "eventloop",
+				Shapes::eventloop);
 		Shape shape = args.length > 0 ? shapes.get(args[0]) : null;
 		int threads = args.length > 1 ? Integer.parseInt(args[1]) : 2 * Runtime.getRuntime().availableProcessors();
 
 		if (shape == null) {
-			System.err.println("usage: Shapes idle|contention|pool|pingpong|oversubscribed [THREADS]");
+			System.err.println("usage: Shapes idle|contention|pool|pingpong|oversubscribed|eventloop [THREADS]");
 			System.exit(2);
 		}
 		shape.run(Math.max(1, threads));

@@ -46,7 +46,7 @@ import subprocess
 import sys
 import time
 
-SHAPES = ("idle", "contention", "pool", "pingpong", "oversubscribed")
+SHAPES = ("idle", "contention", "pool", "pingpong", "oversubscribed", "eventloop")
 RUNTIMES = ("c", "cxx", "rust", "python", "java")
 IDLE_LIMIT = 0.10
 IDLE_SHAPE_LIMIT = 0.5  # the kernel's runnable of a shape that idles

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +28,7 @@ enum {
 	PINGPONG_TURN_US = 20,
 	OVERSUBSCRIBED_RUN_US = 2000,
 	OVERSUBSCRIBED_WAIT_US = 100,
+	EVENTLOOP_TURN_US = 40,
 };
 
 static uint64_t monotonic_ns(void)
@@ -267,6 +270,58 @@ static void shape_oversubscribed(int threads)
 	join_all(ids, threads);
 }
 
+/* ---- eventloop: 2 x CPUs event loops, each asleep in epoll_wait on its
+ * own eventfd, passing CPUs + 1 tokens round a ring with eventfd_write:
+ * more tokens than CPUs, so a woken loop often waits for a CPU ---- */
+
+static int *loop_eventfd, *loop_epoll, loop_count;
+
+static void *eventloop_thread(void *arg)
+{
+	int me = (int)(long)arg;
+	struct epoll_event event;
+
+	for (;;) {
+		eventfd_t tokens = 0;
+
+		if (epoll_wait(loop_epoll[me], &event, 1, -1) != 1 || eventfd_read(loop_eventfd[me], &tokens) != 0)
+			continue;
+		for (eventfd_t i = 0; i < tokens; i++) {
+			spin_us(EVENTLOOP_TURN_US);
+			eventfd_write(loop_eventfd[(me + 1) % loop_count], 1);
+		}
+	}
+	return NULL;
+}
+
+static void shape_eventloop(int threads)
+{
+	pthread_t *ids = calloc((size_t)threads, sizeof(*ids));
+
+	loop_eventfd = calloc((size_t)threads, sizeof(int));
+	loop_epoll = calloc((size_t)threads, sizeof(int));
+	if (!ids || !loop_eventfd || !loop_epoll)
+		exit(1);
+	loop_count = threads;
+	for (int i = 0; i < threads; i++) {
+		struct epoll_event event = { .events = EPOLLIN };
+
+		loop_eventfd[i] = eventfd(0, 0);
+		loop_epoll[i] = epoll_create1(0);
+		if (loop_eventfd[i] < 0 || loop_epoll[i] < 0 ||
+		    epoll_ctl(loop_epoll[i], EPOLL_CTL_ADD, loop_eventfd[i], &event) != 0) {
+			perror("accuracy-shapes-c: eventloop");
+			exit(1);
+		}
+	}
+	for (int i = 0; i < threads; i++)
+		ids[i] = start(eventloop_thread, (void *)(long)i);
+	for (int i = 0; i < threads / 2 + 1; i++)
+		eventfd_write(loop_eventfd[(2 * i) % threads], 1);
+	ready();
+	join_all(ids, threads);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(int threads);
@@ -276,6 +331,7 @@ static const struct {
 	{ "pool", shape_pool },
 	{ "pingpong", shape_pingpong },
 	{ "oversubscribed", shape_oversubscribed },
+	{ "eventloop", shape_eventloop },
 };
 
 int main(int argc, char **argv)
@@ -288,6 +344,6 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	fprintf(stderr, "usage: accuracy-shapes-c idle|contention|pool|pingpong|oversubscribed [THREADS]\n");
+	fprintf(stderr, "usage: accuracy-shapes-c idle|contention|pool|pingpong|oversubscribed|eventloop [THREADS]\n");
 	return 2;
 }

@@ -10,6 +10,8 @@
 // call; std::mutex and std::thread::join go through pthreads.  Prints
 // "ready" once its threads are started, then runs until killed.
 #include <atomic>
+#include <poll.h>
+#include <unistd.h>
 #include <barrier>
 #include <chrono>
 #include <cstdio>
@@ -36,6 +38,7 @@ constexpr auto pool_pause = 500us;
 constexpr auto pingpong_turn = 20us;
 constexpr auto oversubscribed_run = 2000us;
 constexpr auto oversubscribed_wait = 100us;
+constexpr auto eventloop_turn = 40us;
 
 void spin_for(clock_type::duration how_long)
 {
@@ -171,6 +174,47 @@ void shape_oversubscribed(int count)
 	join_all(threads);
 }
 
+// eventloop: count event loops, each asleep in poll on its own pipe,
+// passing count / 2 + 1 tokens round a ring, a byte written to the next
+// loop's pipe each.
+void shape_eventloop(int count)
+{
+	std::vector<int> read_ends(count), write_ends(count);
+	std::vector<std::thread> threads;
+
+	for (int i = 0; i < count; i++) {
+		int ends[2];
+
+		if (pipe(ends) != 0) {
+			std::perror("accuracy-shapes-cxx: pipe");
+			std::exit(1);
+		}
+		read_ends[i] = ends[0];
+		write_ends[i] = ends[1];
+	}
+	for (int i = 0; i < count; i++)
+		threads.emplace_back([&, i] {
+			const char token = 1;
+			for (;;) {
+				pollfd wanted{read_ends[i], POLLIN, 0};
+				char taken[64];
+
+				if (poll(&wanted, 1, -1) != 1)
+					continue;
+				ssize_t tokens = read(read_ends[i], taken, sizeof(taken));
+				for (ssize_t t = 0; t < tokens; t++) {
+					spin_for(eventloop_turn);
+					(void)!write(write_ends[(i + 1) % count], &token, 1);
+				}
+			}
+		});
+	const char token = 1;
+	for (int i = 0; i < count / 2 + 1; i++)
+		(void)!write(write_ends[(2 * i) % count], &token, 1);
+	ready();
+	join_all(threads);
+}
+
 struct shape {
 	std::string_view name;
 	void (*run)(int threads);
@@ -182,6 +226,7 @@ constexpr shape shapes[] = {
 	{"pool", shape_pool},
 	{"pingpong", shape_pingpong},
 	{"oversubscribed", shape_oversubscribed},
+	{"eventloop", shape_eventloop},
 };
 
 } // namespace
@@ -196,6 +241,6 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	std::fprintf(stderr, "usage: accuracy-shapes-cxx idle|contention|pool|pingpong|oversubscribed [THREADS]\n");
+	std::fprintf(stderr, "usage: accuracy-shapes-cxx idle|contention|pool|pingpong|oversubscribed|eventloop [THREADS]\n");
 	return 2;
 }

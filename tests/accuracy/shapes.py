@@ -10,6 +10,7 @@ the busy shapes have fewer runnable threads than in the other runtimes,
 and that is part of what they measure.  Prints "ready" once its threads
 are started, then runs until killed.
 """
+import asyncio
 import os
 import queue
 import sys
@@ -24,6 +25,7 @@ POOL_PAUSE = 500e-6
 PINGPONG_TURN = 20e-6
 OVERSUBSCRIBED_RUN = 2000e-6
 OVERSUBSCRIBED_WAIT = 100e-6
+EVENTLOOP_TURN = 40e-6
 
 
 def spin_for(seconds):
@@ -128,12 +130,36 @@ def shape_oversubscribed(count):
     join_all(threads)
 
 
+def shape_eventloop(count):
+    """count asyncio event loops, one per thread, asleep in epoll_wait,
+    passing count / 2 + 1 tokens round a ring with call_soon_threadsafe
+    (which wakes the next loop through its self-pipe, a socket pair)."""
+    loops = [asyncio.new_event_loop() for _ in range(count)]
+
+    def token(me):
+        spin_for(EVENTLOOP_TURN)
+        following = (me + 1) % count
+        loops[following].call_soon_threadsafe(token, following)
+
+    def run(loop):
+        asyncio.set_event_loop(loop)
+        loop.run_forever()
+
+    threads = [start(run, loop) for loop in loops]
+    for i in range(count // 2 + 1):
+        at = (2 * i) % count
+        loops[at].call_soon_threadsafe(token, at)
+    ready()
+    join_all(threads)
+
+
 SHAPES = {
     "idle": shape_idle,
     "contention": shape_contention,
     "pool": shape_pool,
     "pingpong": shape_pingpong,
     "oversubscribed": shape_oversubscribed,
+    "eventloop": shape_eventloop,
 }
 
 

@@ -10,7 +10,9 @@
 // ...), never through a pthread call.  Written for Rust 1.63 (Debian 12's
 // rustc) and later.  Prints "ready" once its threads are started, then
 // runs until killed.
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier, Condvar, Mutex, RwLock};
 use std::thread;
@@ -24,6 +26,7 @@ const POOL_PAUSE: Duration = Duration::from_micros(500);
 const PINGPONG_TURN: Duration = Duration::from_micros(20);
 const OVERSUBSCRIBED_RUN: Duration = Duration::from_micros(2000);
 const OVERSUBSCRIBED_WAIT: Duration = Duration::from_micros(100);
+const EVENTLOOP_TURN: Duration = Duration::from_micros(40);
 
 fn spin_for(how_long: Duration) {
     let end = Instant::now() + how_long;
@@ -158,21 +161,65 @@ fn shape_oversubscribed(count: usize) {
     join_all(threads);
 }
 
+// eventloop: count event loops, each asleep in poll (libc's: std has no
+// readiness wait) on its own end of a socket pair, passing count / 2 + 1
+// tokens round a ring, a byte written to the next loop's pair each.
+#[repr(C)]
+struct PollFd {
+    fd: i32,
+    events: i16,
+    revents: i16,
+}
+const POLLIN: i16 = 1;
+extern "C" {
+    fn poll(fds: *mut PollFd, count: u64, timeout: i32) -> i32;
+}
+
+fn shape_eventloop(count: usize) {
+    let pairs: Vec<(UnixStream, UnixStream)> = (0..count).map(|_| UnixStream::pair().unwrap()).collect();
+    let writers: Arc<Vec<UnixStream>> = Arc::new(pairs.iter().map(|(w, _)| w.try_clone().unwrap()).collect());
+    let threads = pairs
+        .into_iter()
+        .enumerate()
+        .map(|(me, (_, mut inbox))| {
+            let writers = Arc::clone(&writers);
+            thread::spawn(move || loop {
+                let mut wanted = PollFd { fd: inbox.as_raw_fd(), events: POLLIN, revents: 0 };
+                if unsafe { poll(&mut wanted, 1, -1) } != 1 {
+                    continue;
+                }
+                let mut taken = [0u8; 64];
+                let tokens = inbox.read(&mut taken).unwrap();
+                for _ in 0..tokens {
+                    spin_for(EVENTLOOP_TURN);
+                    (&writers[(me + 1) % count]).write_all(&[1]).unwrap();
+                }
+            })
+        })
+        .collect();
+    for i in 0..count / 2 + 1 {
+        (&writers[(2 * i) % count]).write_all(&[1]).unwrap();
+    }
+    ready();
+    join_all(threads);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let cpus = thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let threads = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(2 * cpus).max(1);
-    let shapes: [(&str, fn(usize)); 5] = [
+    let shapes: [(&str, fn(usize)); 6] = [
         ("idle", shape_idle),
         ("contention", shape_contention),
         ("pool", shape_pool),
         ("pingpong", shape_pingpong),
         ("oversubscribed", shape_oversubscribed),
+        ("eventloop", shape_eventloop),
     ];
     match shapes.iter().find(|(name, _)| args.get(1).map(String::as_str) == Some(*name)) {
         Some((_, run)) => run(threads),
         None => {
-            eprintln!("usage: accuracy-shapes-rust idle|contention|pool|pingpong|oversubscribed [THREADS]");
+            eprintln!("usage: accuracy-shapes-rust idle|contention|pool|pingpong|oversubscribed|eventloop [THREADS]");
             std::process::exit(2);
         }
     }
