@@ -289,6 +289,10 @@ int tdshim_thrd_result(int error);
  * why). */
 #define TDSHIM_REMOTE_WAKE_NS UINT64_C(50000)  /* from another CPU */
 #define TDSHIM_LATE_TIMER_NS UINT64_C(250000)  /* a timer's */
+/* A timed-out condvar wait whose sleeps were not counted that returns this
+ * long after its timer slept to take its mutex back (thread.c, wait_woken;
+ * wrap_sync.c, cond_timed_out). */
+#define TDSHIM_RELOCK_SLEEP_NS UINT64_C(2000000)
 /* The kernel's cap on a readiness wait's timer slack (MAX_SLACK, fs/select.c). */
 #define TDSHIM_MAX_POLL_SLACK_NS UINT64_C(100000000)
 static inline void tdshim_wake_stamp_if_gathering(const void *object)
@@ -441,6 +445,7 @@ struct tdshim_wait_scope {
 	bool never_slept;       /* the call returned without sleeping (EAGAIN) */
 	bool claims_stamp;      /* wake_keys[0]'s wakers stamp one waiter each */
 	bool timed_out;         /* the call said its timeout expired */
+	bool relock_if_late;    /* wake_keys[1]: only for a return long after the timer */
 	uint64_t sample_cpu_ns; /* a sampled wait: the thread's CPU clock ... */
 	uint64_t sample_wall_ns; /* ... and the monotonic clock at its start */
 	uint64_t sample_read_ns; /* ... and what one read of that CPU clock costs */

@@ -1476,10 +1476,10 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 			return 0;
 		woken = late_wake(expiry, TDSHIM_LATE_TIMER_NS, scope);
 		/* A timed-out condvar wait that slept again to take its mutex
-		 * back (the second key, set only then: wrap_sync.c,
-		 * cond_timed_out): a wake of the mutex after the timer's ended
-		 * that sleep. */
-		if (scope->timed_out && scope->wake_keys[1]) {
+		 * back (the second key: wrap_sync.c, cond_timed_out): a wake
+		 * of the mutex after the timer's ended that sleep. */
+		if (scope->timed_out && scope->wake_keys[1] &&
+		    (!scope->relock_if_late || tdshim_stamp_ns() - woken > TDSHIM_RELOCK_SLEEP_NS)) {
 			unsigned int cpu = 0;
 			bool one = false;
 			uint64_t stamp = tdshim_wake_lookup(scope->wake_keys[1], woken ? woken : since, &cpu, &one);

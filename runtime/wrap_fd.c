@@ -51,7 +51,11 @@ struct wake_fd {
 	int32_t epoll;   /* the epoll instance this one is registered in */
 	int32_t watches; /* (an epoll instance) 1: a wake descriptor is in it */
 	int32_t alias;   /* a dup's: the descriptor whose readers' key it uses */
-	int32_t unused[3];
+	/* Bumped when the number is forgotten: a peer or alias recorded
+	 * with an older one names a closed descriptor, whose number may be
+	 * another's now (a dup of a writer outlives its reader). */
+	uint32_t generation;
+	uint32_t peer_generation, alias_generation;
 };
 static struct wake_fd wake_fds[WAKE_FDS];
 /* Any wake descriptor ever made: the readiness waits look only then. */
@@ -76,6 +80,7 @@ static void forget(int fd)
 	CMM_STORE_SHARED(entry->epoll, 0);
 	CMM_STORE_SHARED(entry->watches, 0);
 	CMM_STORE_SHARED(entry->alias, 0);
+	CMM_STORE_SHARED(entry->generation, CMM_LOAD_SHARED(entry->generation) + 1);
 }
 
 static inline void forget_if_known(int fd)
@@ -95,6 +100,7 @@ static void link_wake(int writer, int reader)
 	if (!in_table(writer) || !in_table(reader))
 		return;
 	CMM_STORE_SHARED(wake_fds[reader].writer, writer + 1);
+	CMM_STORE_SHARED(wake_fds[writer].peer_generation, CMM_LOAD_SHARED(wake_fds[reader].generation));
 	CMM_STORE_SHARED(wake_fds[writer].peer, reader + 1);
 	if (!CMM_LOAD_SHARED(wake_fds_made))
 		CMM_STORE_SHARED(wake_fds_made, 1);
@@ -106,14 +112,20 @@ static int key_owner(int fd)
 {
 	int32_t alias = CMM_LOAD_SHARED(wake_fds[fd].alias);
 
-	return alias > 0 && in_table(alias - 1) ? alias - 1 : fd;
+	if (alias <= 0 || !in_table(alias - 1))
+		return fd;
+	/* -1: the original is closed. */
+	return CMM_LOAD_SHARED(wake_fds[alias - 1].generation) == CMM_LOAD_SHARED(wake_fds[fd].alias_generation)
+		       ? alias - 1
+		       : -1;
 }
 
 const void *tdshim_wake_fd_key(int fd)
 {
 	if (!CMM_LOAD_SHARED(wake_fds_made) || !in_table(fd) || !CMM_LOAD_SHARED(wake_fds[fd].writer))
 		return NULL;
-	return &wake_fds[key_owner(fd)].peer;
+	int owner = key_owner(fd);
+	return owner >= 0 ? &wake_fds[owner].peer : NULL;
 }
 
 /* A dup of `fd` as `copy` (dup, dup2, dup3, fcntl's F_DUPFD): its writes
@@ -130,11 +142,16 @@ static void copy_wake(int fd, int copy)
 	const struct wake_fd *from = &wake_fds[fd];
 	int32_t peer = CMM_LOAD_SHARED(from->peer), writer = CMM_LOAD_SHARED(from->writer);
 
-	if (!peer && !writer)
+	int owner = writer ? key_owner(fd) : fd;
+
+	if ((!peer && !writer) || owner < 0)
 		return;
-	if (writer)
-		CMM_STORE_SHARED(wake_fds[copy].alias, key_owner(fd) + 1);
+	if (writer) {
+		CMM_STORE_SHARED(wake_fds[copy].alias_generation, CMM_LOAD_SHARED(wake_fds[owner].generation));
+		CMM_STORE_SHARED(wake_fds[copy].alias, owner + 1);
+	}
 	CMM_STORE_SHARED(wake_fds[copy].writer, writer);
+	CMM_STORE_SHARED(wake_fds[copy].peer_generation, CMM_LOAD_SHARED(from->peer_generation));
 	CMM_STORE_SHARED(wake_fds[copy].peer, peer);
 }
 
@@ -165,7 +182,9 @@ __attribute__((noinline)) static void stamp_write(int fd, struct write_stamps *k
 {
 	int32_t reader = CMM_LOAD_SHARED(wake_fds[fd].peer) - 1;
 
-	if (!tdshim_gathering() || !in_table(reader))
+	/* A reader closed since (its number may be another's now). */
+	if (!tdshim_gathering() || !in_table(reader) ||
+	    CMM_LOAD_SHARED(wake_fds[reader].generation) != CMM_LOAD_SHARED(wake_fds[fd].peer_generation))
 		return;
 	tdshim_wake_stamp_one_and_slot_keep(&wake_fds[reader].peer, &kept->reader);
 	int32_t epoll = CMM_LOAD_SHARED(wake_fds[reader].epoll) - 1;
@@ -278,6 +297,8 @@ TDSHIM_EXPORT int epoll_ctl(int epfd, int operation, int fd, struct epoll_event 
 		return result;
 	int owner = key_owner(fd);
 
+	if (owner < 0)
+		return result;
 	if (operation == EPOLL_CTL_ADD || operation == EPOLL_CTL_MOD) {
 		CMM_STORE_SHARED(wake_fds[epfd].watches, 1);
 		CMM_STORE_SHARED(wake_fds[owner].epoll, epfd + 1);

@@ -542,23 +542,28 @@ static inline long cond_switches_after(struct tdshim_wait_scope *scope, bool loo
  * A timed wait that timed out takes its mutex back, and sleeps for it
  * when another thread holds it: a wake of the mutex after the timer then
  * ended the wait (thread.c, wait_woken; helper-73: a waiter whose mutex
- * was held 9 ms past its timeout read 0.89 runnable, asleep).  Only when
- * the call slept twice (the condvar's sleep and the mutex's), as its
- * count of voluntary switches says: a return late for another reason
- * (its CPU busy with another program, or a mutex taken at once after a
- * wait for a CPU) took other threads' wakes of the mutex for its own
- * (helper-74, helper-75: 0.23-0.67 of the kernel).  Timed waits look at
- * that count as the waits that wake a waiter do, at most once per
- * SWITCHES_LOOK_SPACING_NS of the thread's time; a wait not looked at
- * counts from its timer.
+ * was held 9 ms past its timeout read 0.89 runnable, asleep).  Taken when
+ * the call slept twice (the condvar's sleep and the mutex's), where its
+ * count of voluntary switches was read (a wait whose release of the mutex
+ * wakes a waiter, above), and otherwise only for a return more than
+ * TDSHIM_RELOCK_SLEEP_NS after the timer: a return late for want of a CPU
+ * took other threads' wakes of the mutex for its own (helper-74; helper-75,
+ * a SCHED_IDLE waiter behind another program's spinner: 0.23-0.28 of the
+ * kernel, left).  Reading the count for every timed wait (42c2558) was
+ * worse three ways (helper-76): a getrusage the program never makes
+ * killed a program under a seccomp filter the shim had not seen; a wait
+ * not read for the rate limit counted from its timer through a 9 ms sleep
+ * on its mutex (34-78x the kernel); and a signal inside the wait made the
+ * second switch, so other threads' hand-offs were taken (0.05-0.08).
  */
 static inline void cond_timed_out(struct tdshim_wait_scope *scope, pthread_mutex_t *mutex, clockid_t clock,
 				  const struct timespec *abstime, long sleeps)
 {
 	scope->deadline_ns = tdshim_deadline_at(clock, abstime);
 	scope->timed_out = true;
-	if (sleeps >= 2)
+	if (sleeps >= 2 || sleeps < 0)
 		scope->wake_keys[1] = mutex;
+	scope->relock_if_late = sleeps < 0;
 }
 
 /*
@@ -637,8 +642,7 @@ static inline __attribute__((always_inline)) int cond_timedwait_from(pthread_con
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_timedwait);
 	cond_wait_begins(&tracking, cond, mutex);
 	long switches = 0;
-	(void)stamp_mutex_waiter(mutex);
-	bool look = cond_switches_before(true, &switches);
+	bool look = cond_switches_before(stamp_mutex_waiter(mutex), &switches);
 	int error;
 	{
 		TDSHIM_UNCLAIMED_WAIT(mutex);
@@ -667,8 +671,7 @@ TDSHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *
 	TDSHIM_REQUIRE_PTHREAD(pthread_cond_clockwait);
 	cond_wait_begins(&tracking, cond, mutex);
 	long switches = 0;
-	(void)stamp_mutex_waiter(mutex);
-	bool look = cond_switches_before(true, &switches);
+	bool look = cond_switches_before(stamp_mutex_waiter(mutex), &switches);
 	int error;
 	{
 		TDSHIM_UNCLAIMED_WAIT(mutex);

@@ -9,7 +9,8 @@
  * waiting themselves, jumping out, ending the thread.
  * usage: rt_handlers [seccomp-mask|seccomp-vfork|seccomp-refuse|fifo|stale-scope|
  *                     resumed-elsewhere|clone-vm|clone-vm-sandboxed|injected-call|
- *                     switch-back|two-green|relock|seccomp-gettid];
+ *                     switch-back|two-green|relock|relock-short|seccomp-gettid|
+ *                     seccomp-getrusage];
  * rt_handlers_own_mask
  * (built with RT_OWN_SIGMASK: its own pthread_sigmask, sigprocmask and
  * sigemptyset, counted)
@@ -1417,6 +1418,11 @@ static int two_green(void)
 static volatile int relock_stop;
 static pthread_mutex_t relock_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t relock_condition = PTHREAD_COND_INITIALIZER;
+/* The timeout: 1 ms; 100 us in mode relock-short (helper-76: 42c2558
+ * counted the sleeps of a wait only once per 200 us of the thread's time,
+ * and one not counted read RUNNABLE from its timer through the 9 ms
+ * relock, 34-78x the kernel). */
+static long relock_timeout_ns = 1000000;
 
 static void *relock_waiter(void *argument)
 {
@@ -1426,7 +1432,7 @@ static void *relock_waiter(void *argument)
 
 		pthread_mutex_lock(&relock_mutex);
 		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_nsec += 1000000;
+		deadline.tv_nsec += relock_timeout_ns;
 		if (deadline.tv_nsec >= 1000000000L) {
 			deadline.tv_sec++;
 			deadline.tv_nsec -= 1000000000L;
@@ -1470,6 +1476,49 @@ static int relock(void)
 	/* The kernel: 0.01-0.03 (the holder's and the waiter's CPU). */
 	printf("relock_asleep=%s\n", runnable >= 0 && runnable < 0.3 ? "yes" : "no");
 	fprintf(stderr, "relock: runnable %.3f\n", runnable);
+	return 0;
+}
+
+/* A seccomp filter that kills on getrusage, installed by system calls of
+ * the program's own that the shim does not see (mode seccomp-getrusage),
+ * then timed condvar waits that time out, nobody waiting for the mutex
+ * (helper-76: 42c2558 counted every timed wait's sleeps with getrusage,
+ * and the program died of SIGSYS). */
+static pthread_mutex_t filtered_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t filtered_condition = PTHREAD_COND_INITIALIZER;
+
+static long raw_syscall3(long number, long a, long b, long c);
+
+static int seccomp_getrusage(void)
+{
+	struct sock_filter no_getrusage[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrusage, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog program = { 4, no_getrusage };
+	int timed_out = 0;
+
+	if (raw_syscall3(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0) != 0 ||
+	    raw_syscall3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&program) != 0) {
+		printf("filter=refused\n");
+		return 0;
+	}
+	for (int i = 0; i < 50; i++) {
+		struct timespec deadline;
+
+		pthread_mutex_lock(&filtered_mutex);
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_nsec += 300000;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+		timed_out += pthread_cond_timedwait(&filtered_condition, &filtered_mutex, &deadline) == ETIMEDOUT;
+		pthread_mutex_unlock(&filtered_mutex);
+	}
+	printf("timed_out_under_filter=%d\n", timed_out);
 	return 0;
 }
 
@@ -1623,6 +1672,12 @@ int main(int argc, char **argv)
 		return two_green();
 	if (argc > 1 && !strcmp(argv[1], "relock"))
 		return relock();
+	if (argc > 1 && !strcmp(argv[1], "relock-short")) {
+		relock_timeout_ns = 100000;
+		return relock();
+	}
+	if (argc > 1 && !strcmp(argv[1], "seccomp-getrusage"))
+		return seccomp_getrusage();
 	if (argc > 1 && !strcmp(argv[1], "seccomp-gettid"))
 		return seccomp_gettid();
 #endif

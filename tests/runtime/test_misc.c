@@ -550,6 +550,23 @@ Test(lifecycle, a_timed_out_condvar_wait_asleep_on_its_mutex_is_blocked)
 
 	rt_expect_string(&out, "relock_asleep", "yes");
 	rt_free(&out);
+	/* Timeouts of 100 us: each wait starts within 200 us of the last
+	 * (helper-76). */
+	const char *short_timeouts[] = { "relock-short", NULL };
+	out = rt_run("rt_handlers", short_timeouts, env);
+	rt_expect_string(&out, "relock_asleep", "yes");
+	rt_free(&out);
+}
+
+/* A filter the shim does not see kills on getrusage: timed condvar waits
+ * that time out run as bare (helper-76: 42c2558's shim died of SIGSYS). */
+Test(lifecycle, timed_condvar_waits_make_no_system_call_under_an_unseen_filter)
+{
+	struct rt_output bare;
+
+	expect_as_bare("seccomp-getrusage", &bare);
+	rt_expect_string(&bare, "timed_out_under_filter", "50");
+	rt_free(&bare);
 }
 
 /* A filter the shim does not see kills on gettid: a handler inside a
