@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -260,6 +261,9 @@ void tdshim_wake_stamp_one_keep(const void *object, struct tdshim_stamp *kept);
  * ring overwrote takes instead (runtime/thread.c, wait_woken). */
 void tdshim_wake_stamp_one_and_slot_keep(const void *object, struct tdshim_stamp *kept);
 uint64_t tdshim_wake_claim(const void *object, uint64_t since, unsigned int *waker_cpu);
+/* The earliest stamp of `object` after `since`, claimed or not (a wake of
+ * every waiter: wake descriptors, runtime/wrap_fd.c). */
+uint64_t tdshim_wake_earliest(const void *object, uint64_t since, unsigned int *waker_cpu);
 bool tdshim_wake_from_other_cpu(unsigned int waker_cpu);
 /* Waits that may sleep on a default mutex's word inside glibc, where
  * they claim no stamp of the ring (a timed lock; a condvar wait, whose
@@ -272,10 +276,25 @@ void tdshim_wake_unclaimed_end(const void *const *object);
 bool tdshim_wake_all_claim(const void *object);
 /* Wake-ups through descriptors (runtime/wrap_fd.c): the key a write to
  * an eventfd, pipe or socket pair stamps for the readers of `fd`, and for
- * an epoll wait on `epfd`; NULL where no such write is known. */
+ * an epoll wait on `epfd` (with the event data its wake descriptor was
+ * registered with); NULL where no such write is known. */
 const void *tdshim_wake_fd_key(int fd);
-const void *tdshim_wake_epoll_key(int epfd);
+const void *tdshim_wake_epoll_key(int epfd, uint64_t *data);
 bool tdshim_wake_fds_exist(void);
+/* A read that took data from a wake descriptor (the readers' next wake
+ * is a write after it), and the key its stamp goes under: the wake key's
+ * next 4 bytes (runtime/wrap_fd.c). */
+void tdshim_wake_fd_drained(int fd);
+extern int tdshim_wake_fds_made __attribute__((visibility("hidden")));
+static inline void tdshim_wake_fd_read(int fd, ssize_t got)
+{
+	if (got > 0 && caa_unlikely(CMM_LOAD_SHARED(tdshim_wake_fds_made)))
+		tdshim_wake_fd_drained(fd);
+}
+static inline const void *tdshim_wake_drain_key(const void *key)
+{
+	return (const char *)key + sizeof(int32_t);
+}
 /* A pthread call's error number as C11's threads.h result (glibc's
  * thrd_err_map). */
 int tdshim_thrd_result(int error);
@@ -444,6 +463,7 @@ struct tdshim_wait_scope {
 	uint64_t timeout_ns;    /* or relative to the wait's start; 0: none */
 	bool never_slept;       /* the call returned without sleeping (EAGAIN) */
 	bool claims_stamp;      /* wake_keys[0]'s wakers stamp one waiter each */
+	bool earliest_stamp;    /* the keys' wakers wake every waiter: the first after the start */
 	bool timed_out;         /* the call said its timeout expired */
 	bool relock_if_late;    /* wake_keys[1]: only for a return long after the timer */
 	uint64_t sample_cpu_ns; /* a sampled wait: the thread's CPU clock ... */

@@ -1491,7 +1491,27 @@ static uint64_t wait_woken(const struct tdshim_wait_scope *scope, uint64_t since
 	}
 	unsigned int waker_cpu = 0;
 	bool claimed = false;
-	for (int i = 0; i < 2; i++) {
+	/* Wake descriptors (wrap_fd.c): the first write after the start to
+	 * any of the keys woke the wait. */
+	for (int i = 0; i < 2 && scope->earliest_stamp; i++) {
+		unsigned int cpu = 0;
+		uint64_t stamp = 0;
+
+		if (scope->wake_keys[i]) {
+			/* The first write after the last read that took the data
+			 * (another thread's: this one's comes after its return). */
+			bool one = false;
+			uint64_t drained = tdshim_wake_lookup(tdshim_wake_drain_key(scope->wake_keys[i]), since, &cpu, &one);
+
+			stamp = tdshim_wake_earliest(scope->wake_keys[i], drained > since ? drained : since, &cpu);
+		}
+
+		if (stamp > since && (!woken || stamp < woken)) {
+			woken = stamp;
+			waker_cpu = cpu;
+		}
+	}
+	for (int i = 0; i < 2 && !scope->earliest_stamp; i++) {
 		unsigned int cpu = 0;
 		bool one = false;
 		uint64_t stamp = !scope->wake_keys[i]                ? 0

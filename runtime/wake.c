@@ -306,6 +306,45 @@ TDSHIM_BLOCKING_PATH uint64_t tdshim_wake_claim(const void *object, uint64_t sin
 	return 0;
 }
 
+/*
+ * The earliest stamp of `object` after `since`, claimed or not, from its
+ * ring (else the slot's copy): a write to a wake descriptor wakes every
+ * thread asleep in a readiness wait on it (runtime/wrap_fd.c), so the
+ * first write after a waiter went to sleep is what woke it, whoever else
+ * it woke or read the data (helper-77: four threads polling one eventfd
+ * claimed one write each, the others older stamps their neighbours had
+ * left unclaimed: 3x the kernel).  Entries other wakes of the ring wrote
+ * over leave a later one: dated late, never early.
+ */
+TDSHIM_BLOCKING_PATH uint64_t tdshim_wake_earliest(const void *object, uint64_t since, unsigned int *waker_cpu)
+{
+	uint64_t hash = mix(object);
+	unsigned int ring = ring_index(hash);
+	const uint64_t *entries = claim_rings[ring];
+	unsigned int newest = CMM_LOAD_SHARED(ring_cursors[ring]) + RING_ENTRIES - 1;
+	uint64_t earliest = 0;
+
+	for (unsigned int back = 0; back < RING_ENTRIES; back++) {
+		uint64_t entry = CMM_LOAD_SHARED(entries[(newest - back) % RING_ENTRIES]);
+
+		if (entry == 0)
+			break;
+		if (entry == WITHDRAWN || (entry & ((1u << TAG_BITS) - 1)) != tag_of(hash))
+			continue;
+		if (!units_after(entry, hash, since))
+			break;
+		earliest = entry;
+	}
+	if (!earliest) {
+		uint64_t slot = CMM_LOAD_SHARED(wake_slots[hash % WAKE_SLOTS]);
+
+		if (!units_after(slot, hash, since))
+			return 0;
+		earliest = slot;
+	}
+	return stamp_time(earliest & ~CLAIMED_BIT, since, waker_cpu);
+}
+
 TDSHIM_BLOCKING_PATH bool tdshim_wake_from_other_cpu(unsigned int waker_cpu)
 {
 	int cpu = tdshim_current_cpu();

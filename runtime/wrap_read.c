@@ -145,7 +145,8 @@ __attribute__((noinline)) static ssize_t tracked_readv(int fd, const struct iove
 	}
 	TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(readv), fd, site);
 	/* A pipe's, socket pair's or eventfd's writer stamps its readers
-	 * (runtime/wrap_fd.c). */
+	 * (runtime/wrap_fd.c); a pipe's write wakes one reader asleep in
+	 * read, which claims its stamp (a poll's wakes every poller). */
 	tdshim_scope_.wake_keys[0] = tdshim_wake_fd_key(fd);
 	tdshim_scope_.claims_stamp = tdshim_scope_.wake_keys[0] != NULL;
 	return tdshim_real_readv(fd, iov, count);
@@ -154,10 +155,15 @@ __attribute__((noinline)) static ssize_t tracked_readv(int fd, const struct iove
 /* With read tracking off (the default) the wrappers only forward. */
 TDSHIM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count)
 {
+	ssize_t got;
+
 	TDSHIM_REQUIRE_LIBC(readv);
 	if (caa_likely(!tdshim_track_reads))
-		return tdshim_real_readv(fd, iov, count);
-	return tracked_readv(fd, iov, count, TDSHIM_CALL_SITE());
+		got = tdshim_real_readv(fd, iov, count);
+	else
+		got = tracked_readv(fd, iov, count, TDSHIM_CALL_SITE());
+	tdshim_wake_fd_read(fd, got);
+	return got;
 }
 
 __attribute__((noinline)) static ssize_t tracked_read(int fd, void *buffer, size_t size, const void *site)
@@ -183,10 +189,15 @@ __attribute__((noinline)) static ssize_t tracked_read(int fd, void *buffer, size
 
 TDSHIM_EXPORT ssize_t read(int fd, void *buffer, size_t size)
 {
+	ssize_t got;
+
 	TDSHIM_REQUIRE_LIBC(read);
 	if (caa_likely(!tdshim_track_reads))
-		return tdshim_real_read(fd, buffer, size);
-	return tracked_read(fd, buffer, size, TDSHIM_CALL_SITE());
+		got = tdshim_real_read(fd, buffer, size);
+	else
+		got = tracked_read(fd, buffer, size, TDSHIM_CALL_SITE());
+	tdshim_wake_fd_read(fd, got);
+	return got;
 }
 
 TDSHIM_EXPORT ssize_t __read_chk(int fd, void *buffer, size_t size, size_t buffer_size)
@@ -224,10 +235,18 @@ static bool receive_would_wait(int fd, int flags)
 #define RECEIVE_BODY(name, call, fd, flags)                                       \
 	do {                                                                      \
 		if (caa_likely(!tdshim_track_reads) || !tdshim_real_poll ||        \
-		    !receive_would_wait(fd, flags))                                \
-			return call;                                               \
-		TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(name), fd, TDSHIM_CALL_SITE()); \
-		return call;                                                       \
+		    !receive_would_wait(fd, flags)) {                              \
+			ssize_t got_ = call;                                       \
+			tdshim_wake_fd_read(fd, got_);                             \
+			return got_;                                               \
+		}                                                                  \
+		ssize_t got_;                                                      \
+		{                                                                  \
+			TDSHIM_WAIT_SCOPE_LABEL(TDSHIM_KIND(name), fd, TDSHIM_CALL_SITE()); \
+			got_ = call;                                               \
+		}                                                                  \
+		tdshim_wake_fd_read(fd, got_);                                     \
+		return got_;                                                       \
 	} while (0)
 
 TDSHIM_EXPORT ssize_t recv(int fd, void *buffer, size_t size, int flags)

@@ -120,6 +120,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -137,6 +138,7 @@
 #include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <threads.h>
 #include <time.h>
@@ -949,6 +951,120 @@ static int wake_ring(enum ring_how how)
 	return 0;
 }
 
+/* ---- wake-decoy-oneshot, wake-decoy-epoll-reused, wake-decoy-fclose:
+ * a loop woken only by a 5 ms timerfd (2 ms of work a tick) in an epoll
+ * instance, while another thread writes every 1 ms to a wake descriptor
+ * whose writes do not wake the loop: registered EPOLLONESHOT and fired
+ * once; registered in an instance that was closed and whose number the
+ * loop's took; read end closed by fclose and its number the timerfd's
+ * (helper-77: the loop dated its wakes from those writes, 0.50 runnable
+ * against the kernel's 0.003).  Prints the two threads' kernel figures ---- */
+static volatile int decoy_stop;
+static int decoy_epoll, decoy_timerfd, decoy_write_fd;
+static double decoy_cpu, decoy_wait;
+static pthread_mutex_t decoy_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void decoy_account(void)
+{
+	double cpu, wait;
+
+	own_schedstat(&cpu, &wait);
+	pthread_mutex_lock(&decoy_lock);
+	decoy_cpu += cpu;
+	decoy_wait += wait;
+	pthread_mutex_unlock(&decoy_lock);
+}
+
+static void *decoy_loop(void *unused)
+{
+	struct epoll_event events[4];
+
+	(void)unused;
+	while (!decoy_stop) {
+		int n = epoll_wait(decoy_epoll, events, 4, 100);
+		for (int i = 0; i < n; i++) {
+			uint64_t ticks;
+
+			if (events[i].data.fd == decoy_timerfd && read(decoy_timerfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+				spin_ns(2000000);
+		}
+	}
+	decoy_account();
+	return NULL;
+}
+
+static void *decoy_writer(void *unused)
+{
+	const struct timespec every = { 0, 1000000 };
+
+	(void)unused;
+	while (!decoy_stop) {
+		(void)!write(decoy_write_fd, "x", 1);
+		nanosleep(&every, NULL);
+	}
+	decoy_account();
+	return NULL;
+}
+
+static int wake_decoy(const char *how)
+{
+	struct epoll_event event = { .events = EPOLLIN };
+	struct itimerspec tick = { { 0, 5000000 }, { 0, 5000000 } };
+	pthread_t loop, writer;
+	int fds[2];
+
+	if (!strcmp(how, "oneshot")) {
+		decoy_epoll = epoll_create1(0);
+		if (pipe2(fds, O_NONBLOCK) != 0)
+			return 1;
+		event.events = EPOLLIN | EPOLLONESHOT;
+		event.data.fd = fds[0];
+		epoll_ctl(decoy_epoll, EPOLL_CTL_ADD, fds[0], &event);
+		(void)!write(fds[1], "x", 1);
+		epoll_wait(decoy_epoll, &event, 1, 0); /* fires, and is disarmed */
+	} else if (!strcmp(how, "epoll-reused")) {
+		int first = epoll_create1(0);
+
+		if (pipe2(fds, O_NONBLOCK) != 0)
+			return 1;
+		event.data.fd = fds[0];
+		epoll_ctl(first, EPOLL_CTL_ADD, fds[0], &event);
+		close(first);
+		decoy_epoll = epoll_create1(0);
+		if (decoy_epoll != first)
+			return 1;
+		/* A wake descriptor of its own, never written. */
+		int own = eventfd(0, EFD_NONBLOCK);
+		event.data.fd = own;
+		epoll_ctl(decoy_epoll, EPOLL_CTL_ADD, own, &event);
+	} else {
+		decoy_epoll = epoll_create1(0);
+		if (pipe2(fds, O_NONBLOCK) != 0)
+			return 1;
+		int kept = dup(fds[0]);
+		FILE *stream = fdopen(fds[0], "r");
+
+		(void)kept;
+		fclose(stream);
+	}
+	decoy_write_fd = fds[1];
+	decoy_timerfd = timerfd_create(CLOCK_MONOTONIC, 0);
+	if (!strcmp(how, "fclose") && decoy_timerfd != fds[0])
+		return 1;
+	timerfd_settime(decoy_timerfd, 0, &tick, NULL);
+	event.events = EPOLLIN;
+	event.data.fd = decoy_timerfd;
+	epoll_ctl(decoy_epoll, EPOLL_CTL_ADD, decoy_timerfd, &event);
+	pthread_create(&loop, NULL, decoy_loop, NULL);
+	pthread_create(&writer, NULL, decoy_writer, NULL);
+	pause_ns(1000000000L);
+	decoy_stop = 1;
+	pthread_join(loop, NULL);
+	pthread_join(writer, NULL);
+	printf("cpu %.6f wait %.6f\n", decoy_cpu, decoy_wait);
+	return 0;
+}
+
 /* ---- timer-realtime, timer-realtime-other, timer-realtime-left,
  * timer-realtime-syscall: a real-time thread's timers get no slack, and
  * leaving real time gives a thread its default slack back ---- */
@@ -1664,6 +1780,8 @@ int main(int argc, char **argv)
 		return timer_queued();
 	if (!strcmp(mode, "timer-herd"))
 		return timer_herd();
+	if (!strncmp(mode, "wake-decoy-", strlen("wake-decoy-")))
+		return wake_decoy(mode + strlen("wake-decoy-"));
 	if (!strcmp(mode, "wake-ring-eventfd"))
 		return wake_ring(RING_EVENTFD);
 	if (!strcmp(mode, "wake-ring-pipe"))
@@ -1713,6 +1831,6 @@ int main(int argc, char **argv)
 		return mutex_queue(false);
 	if (!strcmp(mode, "mutex-queue-c11"))
 		return mutex_queue(true);
-	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-KIND|timer-queued|timer-herd|wake-ring-eventfd|wake-ring-pipe|wake-ring-socket|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
+	fprintf(stderr, "usage: rel_review_target bad-pointers|tiny-wait|signal-start|requeue|fast-fail SECONDS N|sys-exit|preempting-wakee|remote-busy|remote-idle|futex-queue|futex-waitv-mix|futex-ring-collide|queued-posts|racing-posts|timer-idle|timer-idle-realtime-KIND|timer-queued|timer-herd|wake-ring-eventfd|wake-ring-pipe|wake-ring-socket|wake-decoy-oneshot|wake-decoy-epoll-reused|wake-decoy-fclose|timer-busy|mutex-queue|mutex-queue-c11|sampled-elsewhere [SECONDS]|timer-slack|timer-slack-inherited|timer-realtime|timer-realtime-other|timer-realtime-left|timer-realtime-syscall|timer-realtime-keep-params|timer-realtime-vfork|timer-realtime-reuse|timer-realtime-reset|timer-realtime-round-trips|timer-realtime-vfork-parent|timer-realtime-adopted|handler-in-wait-KIND\n");
 	return 2;
 }
