@@ -320,6 +320,9 @@ void tdstat_kernel_sample_free(struct tdstat_kernel_sample *sample);
  * iowait irq softirq steal ..."): false when the line has fewer than
  * eight values (kernels before 2.6.11: steal unknown, not 0). */
 bool tdstat_steal_parse(const char *text, uint64_t *steal_ticks);
+/* A thread's schedstat (/proc/PID/task/TID/schedstat): its time on a
+ * CPU and in the run queue, in ns; false when the text is not one. */
+bool tdstat_schedstat_parse(const char *text, uint64_t *on_cpu_ns, uint64_t *run_queue_ns);
 /* The thread tid of a sample, or NULL. */
 const struct tdstat_kernel_thread *tdstat_kernel_thread_find(const struct tdstat_kernel_sample *sample, pid_t tid);
 /* pid's name from /proc/PID/comm, invalid UTF-8 and control characters

@@ -24,6 +24,34 @@
 
 #define UNTOUCHED UINT64_C(0xdeadbeef)
 
+/* --- a thread's schedstat (kernel.c; the CPU and run-queue columns of -t) --- */
+
+Test(schedstat_parse, three_values)
+{
+	uint64_t on_cpu = UNTOUCHED, run_queue = UNTOUCHED;
+
+	cr_assert(tdstat_schedstat_parse("1234567 890 12\n", &on_cpu, &run_queue));
+	cr_expect_eq(on_cpu, UINT64_C(1234567));
+	cr_expect_eq(run_queue, UINT64_C(890));
+	cr_assert(tdstat_schedstat_parse("18446744073709551615 0 1\n", &on_cpu, &run_queue));
+	cr_expect_eq(on_cpu, UINT64_MAX);
+	cr_expect_eq(run_queue, 0);
+}
+
+Test(schedstat_parse, not_a_schedstat_leaves_the_figures)
+{
+	static const char *const bad[] = { "", "\n", "12\n", "12", "-1 2 3\n", "1x 2 3\n", "1 2x 3\n",
+					   "18446744073709551616 1 1\n", "a b c\n" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t on_cpu = UNTOUCHED, run_queue = UNTOUCHED;
+
+		cr_expect_not(tdstat_schedstat_parse(bad[i], &on_cpu, &run_queue), "\"%s\" parsed", bad[i]);
+		cr_expect_eq(on_cpu, UNTOUCHED, "\"%s\" wrote the CPU time", bad[i]);
+		cr_expect_eq(run_queue, UNTOUCHED, "\"%s\" wrote the run-queue time", bad[i]);
+	}
+}
+
 Test(steal_parse, linux_2_6_33_and_later)
 {
 	uint64_t steal = UNTOUCHED;
