@@ -97,7 +97,8 @@
  *   timer-realtime-round-trips, -vfork-parent  a thread whose slack the
  *                      kernel set (its default after 32 round trips
  *                      through real time; none, made real time by its
- *                      vfork child): within 15% (helper-67: 0.66-0.84)
+ *                      vfork child): within 0.85-1.5x (helper-67:
+ *                      0.66-0.84)
  *   sampled-elsewhere  a thread that spins 20 us and sleeps 2 ms in
  *                      nanosleep (timer slack 200 us, set unseen by an
  *                      inline system call), beside another whose
@@ -804,6 +805,15 @@ int main(int argc, char **argv)
 	 * later ones). */
 	if (!strncmp(mode, "handler-in-wait-", strlen("handler-in-wait-")))
 		return runnable_between(mode, 0.8, true, 1.15);
+	/* helper-67's two read low (0.66-0.84: the thread taken for one
+	 * without slack).  Above, a timer that fires late on a loaded
+	 * machine counts from the deadline plus the slack (README, "A timer
+	 * that fires late"): 1.08 here alone, 0.95-1.18 beside ctest -j2,
+	 * 1.29-1.32 in three tries of one fresh-clone CI run; this VM shows
+	 * no steal to allow for.  1.5x above, as for the modes above it,
+	 * still catches a thread dated as real time (15-25x). */
+	if (!strcmp(mode, "timer-realtime-round-trips") || !strcmp(mode, "timer-realtime-vfork-parent"))
+		return runnable_within(mode, 0.85, 1.5);
 	if (!strncmp(mode, "timer-realtime", strlen("timer-realtime")))
 		return runnable_as_kernel(mode, 0.15);
 	if (!strcmp(mode, "timer-busy")) {
