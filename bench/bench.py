@@ -529,21 +529,28 @@ class Bench:
                  "<= 1%", self.verdict(slowdown <= 0.01))
         return line_bytes
 
-    def floor_row(self, mode, threads, shape, line_bytes):
+    def floor_row(self, mode, threads, shape, line_bytes, sink="file"):
         """What printing alone costs the same target: a program that wakes
         at 100 Hz on tdstat's deadlines and writes as many bytes a line as
         tdstat -t just did, reading nothing (agentbench print).  Not a
-        budget: the part of the row above that no reader can avoid."""
+        budget: the part of the row above that no reader can avoid.  With
+        sink "null" the same bytes go to /dev/null: what is left of the
+        floor without a file system (the wake-ups and the writes' calls),
+        so that the two floor rows split it."""
         seconds = 0.5 if self.args.smoke else 3.0
         self.sampler = []
         command = [self.agentbench, "print", "100", str(int(line_bytes)), str(seconds + 2 * self.SAMPLER_WARM_S)]
-        log(f"3c. target slowdown while a program only prints {line_bytes / 1e3:.1f} KB at 100 Hz")
+        where = "to a file" if sink == "file" else "to /dev/null"
+        log(f"3c. target slowdown while a program only prints {line_bytes / 1e3:.1f} KB at 100 Hz {where}")
         medians = self.alternate(["without", "with"],
-                                 lambda v: self.run_work(mode, v == "with", seconds, threads, command=command))
+                                 lambda v: self.run_work(mode, v == "with", seconds, threads, command=command,
+                                                         sink=sink))
         slowdown = 1 - medians.ratio("with", "without")
         share = median(r[1] for r in self.sampler)
+        what = ("(the floor of the row above)" if sink == "file"
+                else "to /dev/null (the floor above without the file)")
         self.row("3 sampler", f"{threads} threads ({shape}), {seconds:g} s: work/s while a program that reads "
-                 f"nothing only writes {line_bytes / 1e3:.1f} KB at 100 Hz (the floor of the row above)",
+                 f"nothing only writes {line_bytes / 1e3:.1f} KB at 100 Hz {what}",
                  f"unsampled {medians['without']:.0f}/s", f"printed {medians['with']:.0f}/s",
                  f"{100 * slowdown:.2f}% slower; it used {100 * share:.2f}% of one CPU, "
                  f"{1e3 * share / 100:.3f} ms a line", "-", "-")
@@ -563,6 +570,7 @@ class Bench:
         threads = 100 if self.args.smoke else 1000
         line_bytes = self.sampler_row("server", threads, shape, ("-t",))
         self.floor_row("server", threads, shape, line_bytes)
+        self.floor_row("server", threads, shape, line_bytes, sink="null")
         self.null_row("server", threads, shape, ("-t",))
 
     def null_row(self, mode, threads, shape, options):
