@@ -72,6 +72,8 @@ class Bench:
         self.agentbench = os.path.join(build, "bench", "agentbench")
         self.shim = os.path.join(build, "runtime", "libtdshim.so")
         self.naive = os.path.join(build, "bench", "libnaiveshim.so")
+        # x86-64 only (bench/CMakeLists.txt): its rows are left out elsewhere.
+        self.floor = os.path.join(build, "bench", "libfloorshim.so")
         self.tdstat = os.path.join(build, "programs", "tdstat", "tdstat")
         for path in (self.microbench, self.workload, self.agentbench, self.shim,
                      self.naive, self.tdstat):
@@ -107,13 +109,15 @@ class Bench:
                 env["TDSTAT_SYNC_TRACKING"] = "1"
         elif variant == "naive":
             env["LD_PRELOAD"] = self.naive
+        elif variant == "floor":
+            env["LD_PRELOAD"] = self.floor
         elif variant == "lttng":
             env["LD_PRELOAD"] = self.lttng
         env.update(extra or {})
         return env
 
     def variants(self, *names):
-        return [v for v in names if v != "lttng" or self.lttng]
+        return [v for v in names if (v != "lttng" or self.lttng) and (v != "floor" or os.path.exists(self.floor))]
 
     def iterations(self, count):
         return max(1, int(count * self.scale))
@@ -169,6 +173,11 @@ class Bench:
         ("pipe", "pipe write+read of 1 byte", 500_000, "0", 1.05),
     )
 
+    # The ping-pongs beside the least a shim can do on their blocking paths
+    # (bench/floor_shim.c): how much of their ratio any implementation of
+    # docs/CONTRACT.md §2 pays here, and how much is libtdshim.so's own.
+    FLOOR_SHIM = ("condvar", "sempingpong")
+
     # Per-object tracking on (TDSTAT_SYNC_TRACKING=1, docs/CONTRACT.md §9):
     # the uncontended pairs against bare, the blocking paths against the
     # shim with tracking off.
@@ -187,6 +196,8 @@ class Bench:
                 names.append("tdstat+reads")
             if name in self.SYNC_TRACKING_BUDGETS:
                 names.append("tdstat+sync")
+            if name in self.FLOOR_SHIM:
+                names.append("floor")
             names += ["naive", "lttng"]
             medians = self.alternate(self.variants(*names), lambda v: self.run_microbench(
                 v, name, self.iterations(iterations), cpus))
@@ -202,6 +213,12 @@ class Bench:
                 self.row("1 overhead", label + ", per-object tracking on", f"{base} {medians[base]:.1f} ns",
                          f"tracking {medians['tdstat+sync']:.1f} ns", f"{ratio:.3f}x",
                          f"<= {sync_budget:.2f}x", self.verdict(ratio <= sync_budget))
+            if name in self.FLOOR_SHIM and "floor" in medians.results:
+                floor = medians.ratio("floor", "bare")
+                self.row("1 overhead", label + ", under the floor shim (bench/floor_shim.c: a record change "
+                         "into BLOCKED and back per sleep, the waker's stamp; nothing else)",
+                         f"bare {bare:.1f} ns", f"floor {medians['floor']:.1f} ns",
+                         f"{floor:.3f}x; libtdshim.so over it {medians.ratio('tdstat', 'floor'):.3f}x", "-", "-")
             if name == "syscall":
                 self.syscall_in_process(iterations, cpus, budget)
             if name == "pipe":
