@@ -140,16 +140,29 @@ static inline bool store_if_prompt(uint64_t *pending, uint64_t value, uint64_t s
 		"movq %[value], %%rax\n\t"
 		"xchgq %%rax, %[pending]\n\t"
 		"72:\n\t"
-		"jmp 75f\n\t"
+		"jmp 76f\n\t"
 		".byte 0x0f, 0xb9, 0x3d\n\t"
 		".long 0x53053053\n\t"
 		"74:\n\t"
+		"jmp %l[retry]\n\t"
+		/* Late (a hypervisor took the CPU between the counter read
+		 * and the store, which the kernel cannot see): the old value
+		 * back at once, and the caller announces again. */
+		"76:\n\t"
+		"movq %%rax, %%rcx\n\t"
+		"rdtsc\n\t"
+		"shlq $32, %%rdx\n\t"
+		"orq %%rdx, %%rax\n\t"
+		"subq %[start], %%rax\n\t"
+		"cmpq %[cycles], %%rax\n\t"
+		"jbe 75f\n\t"
+		"movq %%rcx, %[pending]\n\t"
 		"jmp %l[retry]\n\t"
 		"75:\n\t"
 		:
 		: [cs] "m"(area->rseq_cs), [cpu_id] "m"(area->cpu_id), [cpu] "r"(cpu), [start] "r"(start),
 		  [cycles] "r"(cycles), [value] "r"(value), [pending] "m"(*pending)
-		: "rax", "rdx", "memory", "cc"
+		: "rax", "rcx", "rdx", "memory", "cc"
 		: retry);
 	return true;
 retry:
@@ -225,13 +238,11 @@ static uint64_t announce_by_counter(uint64_t *pending, uint64_t since, bool *don
 
 	for (int tries = 0; tries < RSEQ_TRIES_MAX && (int32_t)CMM_LOAD_SHARED(area->cpu_id) >= 0; tries++) {
 		bool stale = false;
-		uint64_t counter = 0;
 		bool stored = tdshim_store_counter_time(pending, tdshim_current_anchor(self), limit, since, area, &moment,
-							&stale, &counter);
+							&stale);
 
 		CMM_STORE_SHARED(area->rseq_cs, 0);
-		/* A late store (counter_clock.h) is followed by another. */
-		if (stored && !tdshim_store_was_late(counter)) {
+		if (stored) {
 			*done = true;
 			return moment;
 		}
@@ -266,9 +277,7 @@ static uint64_t announce_by_rseq(uint64_t *pending, uint64_t since, uint64_t cyc
 		 * descriptor on the thread's next preemption: a plain store
 		 * here is cheaper. */
 		CMM_STORE_SHARED(area->rseq_cs, 0);
-		/* Late (a hypervisor took the CPU just before the store):
-		 * announce again, as counter_clock.h does. */
-		if (stored && tdshim_read_counter() - start <= cycles) {
+		if (stored) {
 			*done = true;
 			return moment;
 		}
