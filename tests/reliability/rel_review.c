@@ -85,8 +85,9 @@
  *                      timer-realtime-left: a thread that set 50 us taken
  *                      into real time and out by main (its default slack,
  *                      its creator's 2 ms, again); timer-realtime-syscall:
- *                      the same by itself through syscall(): within 15%
- *                      (slack dated as set: 0.74-0.76x, 4.5x)
+ *                      the same by itself through syscall(): within
+ *                      0.85-1.5x, as the round trips below (slack dated
+ *                      as set: 0.74-0.76x, 4.5x)
  *   timer-realtime-keep-params, -vfork, -reuse, -reset  a SCHED_OTHER
  *                      thread with its own 2 ms slack the shim took for
  *                      real time (helper-66): within 0.5-1.5x (taken for
@@ -817,11 +818,13 @@ int main(int argc, char **argv)
 	 * that fires late"): 1.08 here alone, 0.95-1.18 beside ctest -j2,
 	 * 1.29-1.32 in three tries of one fresh-clone CI run; this VM shows
 	 * no steal to allow for.  1.5x above, as for the modes above it,
-	 * still catches a thread dated as real time (15-25x). */
-	if (!strcmp(mode, "timer-realtime-round-trips") || !strcmp(mode, "timer-realtime-vfork-parent"))
-		return runnable_within(mode, 0.85, 1.5);
+	 * still catches a thread dated as real time (15-25x).  The other
+	 * timer-realtime modes sleep on the same timers and read the same
+	 * way (1.117 and 1.131 in a passing CI run, against 1.15 then): 1.5x
+	 * still catches the slack dated as set (4.5x), 0.85x below the
+	 * other way (0.74-0.76x). */
 	if (!strncmp(mode, "timer-realtime", strlen("timer-realtime")))
-		return runnable_as_kernel(mode, 0.15);
+		return runnable_within(mode, 0.85, 1.5);
 	if (!strcmp(mode, "timer-busy")) {
 		if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
 			printf("skipped: needs root (SCHED_FIFO) and 2 CPUs\n");
